@@ -1,0 +1,1 @@
+"""simworld's built-in graders. Each is ``grade(episode, **args) -> Verdict``."""

@@ -1,0 +1,193 @@
+"""The episode loop, the environment users drive themselves, and the sealed Episode.
+
+The agent receives an :class:`Observation` (the request, the policy text, the tool
+schemas, the result of its previous call, the step and the simulated time) and
+returns ``{"tool": NAME, "args": {...}}`` or None to stop. The loop ends at a
+terminal tool, at the scenario's ``max_steps`` or at its ``timeout_s`` (real
+seconds, read from a clock freezegun does not patch), and seals a read-only
+:class:`Episode` for the graders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
+
+import attrs
+
+from simworld.clock import SimClock, TimeGuard, wall_monotonic
+from simworld.events import Event, events_hash
+from simworld.scenario import Scenario
+from simworld.state import State
+from simworld.tools import TOOLS
+from simworld.world import World
+
+__all__ = ["COUNTERS", "Environment", "Episode", "Observation", "StopReason", "make"]
+
+StopReason = Literal["terminal", "agent_stopped", "max_steps", "timeout", "agent_error"]
+#: The closed list of counters an episode keeps.
+COUNTERS = ("steps", "tool_calls", "denied_calls", "error_calls", "input_tokens", "output_tokens", "total_tokens",
+            "sim_seconds")
+
+
+@attrs.frozen
+class Observation:
+    """What the agent sees at each step."""
+
+    request: str
+    policy: str
+    tools: tuple[Mapping[str, Any], ...]
+    step: int
+    now: str
+    last_tool: str | None = None
+    last_status: str | None = None
+    last_result: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The observation as JSON values (for subprocess agents and logs)."""
+        return {"request": self.request, "policy": self.policy, "tools": [dict(t) for t in self.tools],
+                "step": self.step, "now": self.now, "last_tool": self.last_tool, "last_status": self.last_status,
+                "last_result": self.last_result}
+
+
+@attrs.frozen(eq=False)
+class Episode:
+    """A finished episode, read-only: what graders see. Never the agent's messages."""
+
+    scenario: str
+    seed: int
+    agent: str
+    request: str
+    policy_text: str
+    variables: Mapping[str, Any]
+    initial_state: State
+    final_state: State
+    states: tuple[State, ...]
+    events: tuple[Event, ...]
+    outcome: str | None
+    stop_reason: StopReason
+    counters: Mapping[str, int | float]
+    error: str | None = None
+
+    @property
+    def events_hash(self) -> str:
+        """Hash of the event log."""
+        return events_hash(self.events)
+
+    @property
+    def state_hash(self) -> str:
+        """Canonical hash of the final state."""
+        return self.final_state.hash
+
+
+class Environment:
+    """One scenario at one seed, stepped by the caller (RL loops, notebooks) or by the runner.
+
+    ``reset()`` gives the first observation; ``step(action)`` applies one action and
+    gives the next observation and whether the episode is over; ``episode()`` seals
+    it. The same world and event log as ``simworld run``.
+    """
+
+    def __init__(self, scenario: Scenario, seed: int, *, agent_name: str = "user", guard: TimeGuard | None = None):
+        self.scenario = scenario
+        self.seed = seed
+        self.agent_name = agent_name
+        self.guard = guard
+        self._world: World | None = None
+
+    def reset(self) -> Observation:
+        """Load the snapshot, perturb it from the seed, and return the first observation."""
+        inst = self.scenario.instance(self.seed)
+        clock = SimClock(inst.clock, self.guard)
+        clock.set(inst.clock)
+        tools = {name: TOOLS[name] for name in self.scenario.tools}
+        self._world = World(inst.state, clock, self.scenario.snapshot.policy, tools)
+        self._initial = inst.state
+        self._start = inst.clock
+        self.variables = MappingProxyType(dict(inst.vars))
+        self.request = self.scenario.request(inst.vars)
+        self.policy_text = self.scenario.snapshot.policy.render(inst.vars["currency"])
+        self.tool_schemas = tuple(MappingProxyType(t.schema()) for t in tools.values())
+        self._steps = 0
+        self._tokens = {"input_tokens": 0, "output_tokens": 0}
+        self._stop: StopReason | None = None
+        self._error: str | None = None
+        self._began = wall_monotonic()
+        return self._observe(None)
+
+    @property
+    def world(self) -> World:
+        """The live world (after reset)."""
+        if self._world is None:
+            raise RuntimeError("Call reset() before using the environment.")
+        return self._world
+
+    def _observe(self, event: Event | None) -> Observation:
+        w = self.world
+        return Observation(self.request, self.policy_text, self.tool_schemas, self._steps, w.clock.iso(),
+                           event.tool if event else None, event.status if event else None,
+                           event.result if event else None)
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode has ended."""
+        return self._stop is not None
+
+    def step(self, action: Any) -> tuple[Observation, bool]:
+        """Apply one action (``{"tool": NAME, "args": {...}}``, or None to stop)."""
+        if self.done:
+            raise RuntimeError("The episode is over; call episode() to seal it or reset() to start again.")
+        w = self.world
+        if action is None:
+            self._stop = "agent_stopped"
+            return self._observe(None), True
+        self._steps += 1
+        if isinstance(action, dict) and isinstance(action.get("usage"), dict):
+            for key in self._tokens:
+                value = action["usage"].get(key, 0)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    self._tokens[key] += value
+        if isinstance(action, dict) and isinstance(action.get("tool"), str):
+            event = w.call(action["tool"], action.get("args", {}))
+        else:
+            event = w.invalid(action)
+        if w.outcome is not None:
+            self._stop = "terminal"
+        elif self._steps >= self.scenario.max_steps:
+            self._stop = "max_steps"
+        elif wall_monotonic() - self._began > self.scenario.timeout_s:
+            self._stop = "timeout"
+        return self._observe(event), self.done
+
+    def fail(self, error: str) -> None:
+        """Record that the agent crashed; the episode ends and is kept as errored."""
+        self._stop = "agent_error"
+        self._error = error
+
+    def timed_out(self) -> bool:
+        """Whether the episode's real-time budget is spent."""
+        return wall_monotonic() - self._began > self.scenario.timeout_s
+
+    def episode(self) -> Episode:
+        """Seal the episode: initial and final state, every event, outcome and counters."""
+        w = self.world
+        events = tuple(w.events)
+        counters: dict[str, int | float] = {
+            "steps": self._steps,
+            "tool_calls": sum(1 for e in events if e.kind != "invalid"),
+            "denied_calls": sum(1 for e in events if e.status == "denied"),
+            "error_calls": sum(1 for e in events if e.status == "error"),
+            "input_tokens": self._tokens["input_tokens"],
+            "output_tokens": self._tokens["output_tokens"],
+            "total_tokens": self._tokens["input_tokens"] + self._tokens["output_tokens"],
+            "sim_seconds": round((w.clock.now - self._start).total_seconds(), 3),
+        }
+        return Episode(self.scenario.id, self.seed, self.agent_name, self.request, self.policy_text, self.variables,
+                       self._initial, w.state, tuple(w.states), events, w.outcome, self._stop or "agent_stopped",
+                       MappingProxyType(counters), self._error)
+
+
+def make(scenario: Scenario, seed: int) -> Environment:
+    """An environment for ``scenario`` at ``seed``, for loops driven by the caller."""
+    return Environment(scenario, seed)

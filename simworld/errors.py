@@ -1,0 +1,58 @@
+"""The one exception root and its subclasses.
+
+Every exception also inherits the builtin it resembles, so callers that catch
+``ValueError`` or ``LookupError`` keep working. Messages name the file or the
+argument, show the bad value with ``!r``, say what was expected and, where there
+is one, the fix.
+"""
+
+from __future__ import annotations
+
+
+class SimworldError(Exception):
+    """Root of every error simworld raises on purpose."""
+
+
+class MoneyError(SimworldError, ValueError):
+    """An amount or a currency that cannot be represented exactly."""
+
+
+class DateError(SimworldError, ValueError):
+    """A date, an anchor day or a roll convention that is out of range."""
+
+
+class ScenarioError(SimworldError, ValueError):
+    """A scenario directory, task.json, prompt or solution that cannot load."""
+
+
+class SnapshotError(SimworldError, ValueError):
+    """A snapshot file that cannot load."""
+
+
+class AgentSpecError(SimworldError, ValueError):
+    """An ``--agent`` value that names no agent simworld can build."""
+
+
+class ReplayError(SimworldError, ValueError):
+    """An event log that does not rebuild the world it claims to."""
+
+
+class ToolError(SimworldError):
+    """Base of the two errors a tool raises for the agent to read.
+
+    These never escape the episode loop: they become the call's result.
+    """
+
+    status = "error"
+
+
+class ToolArgumentError(ToolError, ValueError):
+    """The agent passed a bad argument; the call had no effect."""
+
+    status = "error"
+
+
+class PolicyDenied(ToolError, PermissionError):
+    """The call breaks a rule the system enforces; the call had no effect."""
+
+    status = "denied"

@@ -1,0 +1,109 @@
+"""The event log: one record per tool call, written as JSON lines.
+
+An event file starts with a header line (scenario, seed, snapshot, initial state
+hash), has one line per call (seq, simulated time, tool, args, result, status,
+latency) and ends with a footer (outcome, stop reason, final state hash). Every
+line is canonical JSON (sorted keys) so the same episode writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import orjson
+
+from simworld.errors import ReplayError
+from simworld.state import canonical_bytes
+
+__all__ = ["Event", "EventFile", "Status", "events_hash", "read_events", "write_events"]
+
+Status = Literal["ok", "error", "denied"]
+
+
+@attrs.frozen
+class Event:
+    """One tool call: what was asked, what came back, and when in simulated time."""
+
+    seq: int
+    at: str
+    tool: str
+    args: Any
+    result: Any
+    status: Status
+    latency: float
+    kind: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as JSON values, tagged ``"record": "event"``."""
+        return {"record": "event", "seq": self.seq, "at": self.at, "tool": self.tool, "kind": self.kind,
+                "args": self.args, "result": self.result, "status": self.status, "latency": self.latency}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Event:
+        """Rebuild an event from its JSON line."""
+        return cls(data["seq"], data["at"], data["tool"], data["args"], data["result"], data["status"],
+                   data["latency"], data["kind"])
+
+
+def _lines(header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any]) -> bytes:
+    out = [canonical_bytes({"record": "header", **header})]
+    out += [canonical_bytes(e.to_json()) for e in events]
+    out.append(canonical_bytes({"record": "footer", **footer}))
+    return b"\n".join(out) + b"\n"
+
+
+def events_hash(events: Iterable[Event]) -> str:
+    """A hash of the events alone (not header or footer), in order."""
+    h = hashlib.blake2b(digest_size=16)
+    for e in events:
+        h.update(canonical_bytes(e.to_json()))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def write_events(path: Path, header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any]) -> None:
+    """Write an episode's event file."""
+    path.write_bytes(_lines(header, events, footer))
+
+
+@attrs.frozen
+class EventFile:
+    """A parsed event file."""
+
+    header: dict[str, Any]
+    events: tuple[Event, ...]
+    footer: dict[str, Any]
+
+
+def read_events(path: Path) -> EventFile:
+    """Parse an event file, naming the line of any problem."""
+    try:
+        raw = path.read_bytes().splitlines()
+    except OSError:
+        raise ReplayError(f"Event file {str(path)!r} not found.") from None
+    header: dict[str, Any] | None = None
+    footer: dict[str, Any] = {}
+    events: list[Event] = []
+    for n, line in enumerate(raw, 1):
+        if not line.strip():
+            continue
+        try:
+            data = orjson.loads(line)
+            record = data.pop("record")
+            if record == "header":
+                header = data
+            elif record == "footer":
+                footer = data
+            elif record == "event":
+                events.append(Event.from_json(data))
+            else:
+                raise KeyError(record)
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise ReplayError(f"{path.name}:{n}: not an event line ({type(exc).__name__}: {exc}).") from None
+    if header is None:
+        raise ReplayError(f"{path.name}: no header line; an event file starts with {{\"record\": \"header\", ...}}.")
+    return EventFile(header, tuple(events), footer)

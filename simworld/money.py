@@ -1,0 +1,270 @@
+"""Exact money: integer minor units plus the currency's ISO 4217 exponent.
+
+Amounts cross every boundary (tool arguments, results, snapshots, reports) as
+decimal strings such as ``"333.34"``. Parsing never rounds: more decimals than the
+currency has is an error. Allocation splits a total into parts that sum to it
+exactly, to the minor unit.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from collections.abc import Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Literal
+
+import attrs
+
+from simworld.errors import MoneyError
+
+__all__ = [
+    "EXPONENTS",
+    "MAX_MAJOR_DIGITS",
+    "Money",
+    "Remainder",
+    "allocate",
+    "allocate_ratios",
+    "convert",
+    "exponent",
+    "format_minor",
+    "parse_minor",
+]
+
+#: ISO 4217 minor-unit exponents of the currencies simworld knows.
+EXPONENTS: dict[str, int] = {
+    "USD": 2,
+    "EUR": 2,
+    "GBP": 2,
+    "CHF": 2,
+    "JPY": 0,
+    "KRW": 0,
+    "KWD": 3,
+    "BHD": 3,
+    "JOD": 3,
+    "OMR": 3,
+    "TND": 3,
+}
+
+#: Amounts with more integer digits than this are refused as absurd.
+MAX_MAJOR_DIGITS = 15
+
+Remainder = Literal["first", "last"]
+
+# ASCII decimal text only: Decimal() alone would accept "1_000", " 12 " and non-ASCII digits.
+_DECIMAL_TEXT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$", re.ASCII)
+
+# Parsing context: enough precision for any amount we accept, and traps so that
+# nothing is ever rounded behind our back.
+_CONTEXT = decimal.Context(prec=MAX_MAJOR_DIGITS + 10, traps=[decimal.Inexact, decimal.InvalidOperation])
+
+
+def exponent(currency: str) -> int:
+    """Return the ISO 4217 exponent of ``currency`` (``"JPY"`` → 0, ``"KWD"`` → 3)."""
+    try:
+        return EXPONENTS[currency]
+    except (KeyError, TypeError):
+        known = ", ".join(sorted(EXPONENTS))
+        raise MoneyError(f"Unknown currency {currency!r}; expected one of {known}.") from None
+
+
+def parse_minor(value: object, currency: str, *, name: str = "amount") -> int:
+    """Parse ``value`` into an integer number of minor units of ``currency``.
+
+    Accepts a decimal string (``"333.34"``, ``"-5"``), an ``int``, a ``Decimal``, or
+    a ``float`` read through its shortest decimal text (``333.34`` → ``"333.34"``),
+    which is how a JSON number arrives. Never rounds.
+
+    Raises:
+        MoneyError: on a bool, NaN, an infinity, a malformed string, more decimals
+            than the currency has, or more than ``MAX_MAJOR_DIGITS`` integer digits.
+    """
+    exp = exponent(currency)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
+        raise MoneyError(
+            f"Expected {name} as a decimal string such as '12.34' but got {name}={value!r} "
+            f"(type={type(value).__name__})."
+        )
+    text = repr(value) if isinstance(value, float) else str(value)
+    text = text.strip()
+    if not _DECIMAL_TEXT.match(text):
+        raise MoneyError(f"Expected {name} as a decimal string such as '12.34' but got {name}={value!r}.")
+    try:
+        amount = Decimal(text)
+    except decimal.InvalidOperation:
+        raise MoneyError(f"Expected {name} as a decimal string such as '12.34' but got {name}={value!r}.") from None
+    if not amount.is_finite():
+        raise MoneyError(f"Expected a finite {name} but got {name}={value!r}.")
+    if amount and amount.adjusted() >= MAX_MAJOR_DIGITS:
+        raise MoneyError(
+            f"Amount {name}={value!r} is absurdly large; at most {MAX_MAJOR_DIGITS} integer digits are accepted."
+        )
+    try:
+        minor = _CONTEXT.multiply(amount, Decimal(10) ** exp)
+        integral = _CONTEXT.to_integral_exact(minor)
+    except (decimal.Inexact, decimal.InvalidOperation):
+        raise MoneyError(
+            f"Amount {name}={value!r} has more decimals than {currency} allows ({exp}); "
+            "round it yourself, once, before sending it."
+        ) from None
+    if integral != minor:  # pragma: no cover - to_integral_exact traps first
+        raise MoneyError(f"Amount {name}={value!r} has more decimals than {currency} allows ({exp}).")
+    return int(integral)
+
+
+def format_minor(minor: int, currency: str) -> str:
+    """Format ``minor`` units of ``currency`` as a decimal string (``33334`` → ``"333.34"``)."""
+    exp = exponent(currency)
+    sign = "-" if minor < 0 else ""
+    digits = str(abs(minor))
+    if exp == 0:
+        return sign + digits
+    digits = digits.rjust(exp + 1, "0")
+    return f"{sign}{digits[:-exp]}.{digits[-exp:]}"
+
+
+@attrs.frozen(order=False)
+class Money:
+    """An exact amount: ``minor`` units of ``currency``.
+
+    Arithmetic and comparison between two currencies is an error, never a
+    conversion.
+    """
+
+    minor: int = attrs.field()
+    currency: str = attrs.field()
+
+    @minor.validator
+    def _check_minor(self, _attribute: attrs.Attribute[int], value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"Expected minor as an int but got minor={value!r} (type={type(value).__name__}).")
+
+    @currency.validator
+    def _check_currency(self, _attribute: attrs.Attribute[str], value: str) -> None:
+        exponent(value)
+
+    @classmethod
+    def parse(cls, value: object, currency: str, *, name: str = "amount") -> Money:
+        """Parse a decimal string or JSON number; see :func:`parse_minor`."""
+        return cls(parse_minor(value, currency, name=name), currency)
+
+    @classmethod
+    def zero(cls, currency: str) -> Money:
+        """Return zero in ``currency``."""
+        return cls(0, currency)
+
+    @property
+    def exponent(self) -> int:
+        """The currency's ISO 4217 exponent."""
+        return exponent(self.currency)
+
+    def to_decimal(self) -> Decimal:
+        """Return the exact ``Decimal`` value (``Decimal('333.34')``)."""
+        return Decimal(self.minor).scaleb(-self.exponent)
+
+    def __str__(self) -> str:
+        return format_minor(self.minor, self.currency)
+
+    def _same(self, other: object) -> Money:
+        if not isinstance(other, Money):
+            raise TypeError(f"Cannot combine Money with {other!r} (type={type(other).__name__}); use Money.parse.")
+        if other.currency != self.currency:
+            raise MoneyError(f"Cannot combine {self.currency} with {other.currency}; convert explicitly first.")
+        return other
+
+    def __add__(self, other: Money) -> Money:
+        o = self._same(other)
+        return Money(self.minor + o.minor, self.currency)
+
+    def __sub__(self, other: Money) -> Money:
+        o = self._same(other)
+        return Money(self.minor - o.minor, self.currency)
+
+    def __neg__(self) -> Money:
+        return Money(-self.minor, self.currency)
+
+    def __lt__(self, other: Money) -> bool:
+        return self.minor < self._same(other).minor
+
+    def __le__(self, other: Money) -> bool:
+        return self.minor <= self._same(other).minor
+
+    def __gt__(self, other: Money) -> bool:
+        return self.minor > self._same(other).minor
+
+    def __ge__(self, other: Money) -> bool:
+        return self.minor >= self._same(other).minor
+
+
+def allocate(total: Money, parts: int, remainder: Remainder = "last") -> list[Money]:
+    """Split ``total`` into ``parts`` amounts that differ by at most one minor unit.
+
+    Every part is ⌊B/N⌋ or ⌈B/N⌉ minor units; the ``B mod N`` larger parts sit
+    together at the start (``remainder="first"``) or at the end (``"last"``). The
+    parts sum to ``total`` exactly. A negative total splits like its absolute value,
+    negated.
+
+    >>> [str(m) for m in allocate(Money(100000, "USD"), 3, "first")]
+    ['333.34', '333.33', '333.33']
+    """
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise MoneyError(f"Expected parts as an int >= 1 but got parts={parts!r}.")
+    if remainder not in ("first", "last"):
+        raise MoneyError(f"Expected remainder='first' or 'last' but got remainder={remainder!r}.")
+    sign = -1 if total.minor < 0 else 1
+    base, extra = divmod(abs(total.minor), parts)
+    sizes = [base] * parts
+    indices = range(extra) if remainder == "first" else range(parts - extra, parts)
+    for i in indices:
+        sizes[i] += 1
+    return [Money(sign * s, total.currency) for s in sizes]
+
+
+def allocate_ratios(total: Money, ratios: Sequence[int | Decimal | Fraction]) -> list[Money]:
+    """Split ``total`` in proportion to ``ratios`` by the largest-remainder method.
+
+    Each part first gets the floor of its exact share; the minor units left over
+    go one each to the parts with the largest fractional remainders, ties to the
+    earlier part. The parts sum to ``total`` exactly.
+    """
+    if not ratios:
+        raise MoneyError("Expected at least one ratio but got ratios=[].")
+    shares = []
+    for i, r in enumerate(ratios):
+        if isinstance(r, bool) or not isinstance(r, (int, Decimal, Fraction)):
+            raise MoneyError(f"Expected ratios[{i}] as int, Decimal or Fraction but got {r!r} (type={type(r).__name__}).")
+        if isinstance(r, Decimal) and not r.is_finite():
+            raise MoneyError(f"Expected ratios[{i}] as a finite number but got {r!r}.")
+        f = Fraction(r)
+        if f < 0:
+            raise MoneyError(f"Expected ratios[{i}] >= 0 but got {r!r}.")
+        shares.append(f)
+    weight = sum(shares)
+    if weight == 0:
+        raise MoneyError(f"Expected ratios with a positive sum but got ratios={list(ratios)!r}.")
+    sign = -1 if total.minor < 0 else 1
+    amount = abs(total.minor)
+    exact = [amount * s / weight for s in shares]
+    floors = [int(e) for e in exact]  # exact >= 0, so int() is floor
+    left = amount - sum(floors)
+    order = sorted(range(len(exact)), key=lambda i: (-(exact[i] - floors[i]), i))
+    for i in order[:left]:
+        floors[i] += 1
+    return [Money(sign * f, total.currency) for f in floors]
+
+
+def convert(amount: Money, currency: str, rates: dict[str, Decimal]) -> Money:
+    """Convert ``amount`` into ``currency`` by ``rates`` (units per reference unit), rounding once.
+
+    Used to state one policy limit in every currency and to move a world between
+    currencies when it is perturbed; never inside an agent's arithmetic. Rounds
+    half to even, once, at the target currency's exponent.
+    """
+    for code in (amount.currency, currency):
+        if code not in rates:
+            raise MoneyError(f"No rate for {code!r}; rates are known for {sorted(rates)!r}.")
+    major = amount.to_decimal() / rates[amount.currency] * rates[currency]
+    exp = exponent(currency)
+    quantised = major.quantize(Decimal(1).scaleb(-exp), rounding=decimal.ROUND_HALF_EVEN)
+    return Money(int(quantised.scaleb(exp)), currency)

@@ -1,0 +1,261 @@
+"""Scenarios: a directory with task.json, prompt.md and one or more solutions.
+
+task.json is a closed schema: an unknown key, category, outcome class, tool name
+or perturbation is a load-time error that names the file, the key and the
+allowed values. prompt.md wins over a ``prompt`` key. Solutions are
+``solution*.jsonl`` files, one ``{"tool": NAME, "args": {...}}`` per line; several
+files are several valid answers. Arguments may use ``"{var}"`` templates (the
+seed's variables) and ``{"$from": [STEP, "dotted.path"]}`` (a value from the
+result of an earlier step of the same solution), so one solution plays every seed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from simworld.errors import ScenarioError
+from simworld.perturb import PARAM_KINDS, PERTURB_KEYS, Perturbed, perturb
+from simworld.snapshot import Snapshot, SnapshotLoader
+from simworld.tools import OUTCOMES, TOOLS, Kind
+
+__all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "load_scenario", "load_suite",
+           "render", "resolve_args"]
+
+CATEGORIES = ("reschedule", "split", "premium-change", "fees", "cancellation", "payments", "permissioning",
+              "information", "adversarial", "recovery")
+TASK_KEYS = ("id", "category", "description", "snapshot", "target", "perturb", "params", "budget", "tools",
+             "allowed_outcomes", "prompt")
+_TARGET_KEYS = ("customer", "policy", "plan", "fee")
+_BUDGET_KEYS = ("max_steps", "timeout_s")
+_VAR = re.compile(r"^\{(\w+)\}$")
+
+
+def bundled_root() -> Path:
+    """The directory holding the bundled ``scenarios/`` and ``snapshots/``.
+
+    In an installed wheel they are shipped inside the package; in a source checkout
+    they sit at the repository's top level.
+    """
+    here = Path(__file__).resolve().parent
+    installed = here / "_bundled"
+    if (installed / "scenarios").is_dir():
+        return installed
+    return here.parent
+
+
+@attrs.frozen
+class Step:
+    """One action of a solution or a script: a tool name and its (templated) arguments."""
+
+    tool: str
+    args: dict[str, Any]
+
+
+@attrs.frozen(eq=False)
+class Scenario:
+    """A loaded, validated scenario."""
+
+    id: str
+    path: Path
+    category: str
+    description: str
+    snapshot: Snapshot
+    target: dict[str, str]
+    perturb: dict[str, Any]
+    params: dict[str, Any]
+    max_steps: int
+    timeout_s: float
+    tools: tuple[str, ...]
+    allowed_outcomes: tuple[str, ...]
+    prompt: str
+    solutions: tuple[tuple[Step, ...], ...]
+
+    def instance(self, seed: int) -> Perturbed:
+        """The seed's perturbed initial state, clock and template variables."""
+        rng = random.Random(f"{self.id}/{seed}")
+        return perturb(self.snapshot.state(), self.snapshot.clock, self.snapshot.policy, self.target, self.perturb,
+                       self.params, rng)
+
+    def request(self, variables: dict[str, Any]) -> str:
+        """The customer's request rendered for a seed's variables."""
+        return render(self.prompt, variables, f"{self.path / 'prompt.md'}")
+
+
+def render(template: str, variables: dict[str, Any], where: str) -> str:
+    """Fill ``{var}`` placeholders; an unknown one is a ScenarioError naming it."""
+    try:
+        return template.format_map(variables)
+    except KeyError as exc:
+        known = ", ".join(sorted(variables))
+        raise ScenarioError(f"{where}: unknown placeholder {{{exc.args[0]}}}; known: {known}.") from None
+    except (ValueError, IndexError) as exc:
+        raise ScenarioError(f"{where}: bad placeholder ({exc}); write literal braces as {{{{ and }}}}.") from None
+
+
+def resolve_args(value: Any, variables: dict[str, Any], results: list[Any], where: str) -> Any:
+    """Resolve templates and ``$from`` references in a step's arguments."""
+    if isinstance(value, str):
+        m = _VAR.match(value)
+        if m and m.group(1) in variables:
+            return variables[m.group(1)]
+        return render(value, variables, where) if "{" in value else value
+    if isinstance(value, list):
+        return [resolve_args(v, variables, results, where) for v in value]
+    if isinstance(value, dict):
+        if set(value) == {"$from"}:
+            step, path = value["$from"]
+            try:
+                found = results[step]
+                for part in path.split(".") if path else []:
+                    found = found[int(part)] if isinstance(found, list) else found[part]
+            except (IndexError, KeyError, TypeError, ValueError):
+                raise ScenarioError(f"{where}: $from {value['$from']!r} does not resolve against the results "
+                                    "so far.") from None
+            return found
+        return {k: resolve_args(v, variables, results, where) for k, v in value.items()}
+    return value
+
+
+def _fail(path: Path, msg: str) -> ScenarioError:
+    return ScenarioError(f"{path}: {msg}")
+
+
+def _closed(path: Path, where: str, data: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise _fail(path, f"unknown key(s) {unknown!r} in {where}; allowed: {', '.join(allowed)}.")
+
+
+def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tuple[Step, ...]:
+    """Read a JSONL file of ``{"tool": NAME, "args": {...}}`` lines, naming the line of any problem."""
+    steps = []
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        raise ScenarioError(f"{path}: cannot read this file; check the path.") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ScenarioError(f"{path}:{n}: not valid JSON ({exc}).") from None
+        if not isinstance(data, dict) or set(data) - {"tool", "args"} or not isinstance(data.get("tool"), str):
+            raise ScenarioError(f'{path}:{n}: expected {{"tool": NAME, "args": {{...}}}} but got {line.decode()!r}.')
+        args = data.get("args", {})
+        if not isinstance(args, dict):
+            raise ScenarioError(f"{path}:{n}: args must be an object but got {args!r}.")
+        names = allowed_tools if allowed_tools is not None else tuple(TOOLS)
+        if data["tool"] not in names:
+            raise ScenarioError(f"{path}:{n}: unknown tool {data['tool']!r}; allowed: {', '.join(names)}.")
+        steps.append(Step(data["tool"], args))
+    return tuple(steps)
+
+
+def load_scenario(directory: Path, loader: SnapshotLoader | None = None) -> Scenario:
+    """Load and validate the scenario in ``directory``; any problem is a ScenarioError naming the file."""
+    loader = loader or SnapshotLoader()
+    task_path = directory / "task.json"
+    try:
+        data = orjson.loads(task_path.read_bytes())
+    except OSError:
+        raise ScenarioError(f"{task_path}: not found; a scenario directory needs a task.json.") from None
+    except orjson.JSONDecodeError as exc:
+        raise ScenarioError(f"{task_path}: not valid JSON ({exc}).") from None
+    if not isinstance(data, dict):
+        raise _fail(task_path, "expected a JSON object at the top level.")
+    _closed(task_path, "task.json", data, TASK_KEYS)
+    for key in ("id", "category", "snapshot", "target", "allowed_outcomes"):
+        if key not in data:
+            raise _fail(task_path, f"missing required key {key!r}.")
+    sid = data["id"]
+    if not isinstance(sid, str) or sid != directory.name:
+        raise _fail(task_path, f"id {sid!r} must be a string equal to the directory name {directory.name!r}.")
+    if data["category"] not in CATEGORIES:
+        raise _fail(task_path, f"category {data['category']!r} is unknown; allowed: {', '.join(CATEGORIES)}.")
+    outcomes = data["allowed_outcomes"]
+    if not isinstance(outcomes, list) or not outcomes:
+        raise _fail(task_path, "allowed_outcomes must be a non-empty list.")
+    for o in outcomes:
+        if o not in OUTCOMES:
+            raise _fail(task_path, f"allowed_outcomes has {o!r}; allowed: {', '.join(OUTCOMES)}.")
+    tools = data.get("tools", list(TOOLS))
+    for t in tools:
+        if t not in TOOLS:
+            raise _fail(task_path, f"tools has unknown tool {t!r}; allowed: {', '.join(TOOLS)}.")
+    target = data["target"]
+    if not isinstance(target, dict):
+        raise _fail(task_path, "target must be an object naming the customer, policy and plan.")
+    _closed(task_path, "target", target, _TARGET_KEYS)
+    budget = data.get("budget", {})
+    _closed(task_path, "budget", budget, _BUDGET_KEYS)
+    spec = data.get("perturb", {})
+    _closed(task_path, "perturb", spec, PERTURB_KEYS)
+    params = data.get("params", {})
+    for name, p in params.items():
+        if not isinstance(p, dict) or len(p) != 1 or next(iter(p)) not in PARAM_KINDS:
+            raise _fail(task_path, f"params.{name} must be one of {{kind: value}} with kind in "
+                                   f"{', '.join(PARAM_KINDS)}; got {p!r}.")
+
+    snap_ref = data["snapshot"]
+    snap_path = directory.parent.parent / "snapshots" / f"{snap_ref}.json"
+    if not snap_path.exists():
+        snap_path = bundled_root() / "snapshots" / f"{snap_ref}.json"
+    snapshot = loader.load(snap_path)
+    for key in ("customer", "policy", "plan"):
+        if key not in target:
+            raise _fail(task_path, f"target lacks {key!r}; name the customer, policy and plan the request is about.")
+    for key, table in (("customer", "customers"), ("policy", "policies"), ("plan", "plans"), ("fee", "fees")):
+        if key in target and snapshot.base.tables[table].get(target[key]) is None:
+            raise _fail(task_path, f"target.{key}={target[key]!r} is not in snapshot {snap_ref!r}.")
+    for cur in spec.get("currencies", []):
+        if cur not in snapshot.policy.rates:
+            raise _fail(task_path, f"perturb.currencies has {cur!r}; known: {', '.join(sorted(snapshot.policy.rates))}.")
+
+    prompt_path = directory / "prompt.md"
+    if prompt_path.exists():
+        prompt = prompt_path.read_text(encoding="utf-8").strip()
+    elif isinstance(data.get("prompt"), str):
+        prompt = data["prompt"]
+    else:
+        raise _fail(task_path, "no request: write prompt.md next to task.json (or a 'prompt' key).")
+
+    solution_files = sorted(directory.glob("solution*.jsonl"))
+    if not solution_files:
+        raise _fail(directory, "no solution*.jsonl; every scenario carries at least one reference solution.")
+    solutions = []
+    for f in solution_files:
+        steps = read_steps(f, tuple(tools))
+        if not steps or TOOLS[steps[-1].tool].kind is not Kind.TERMINAL:
+            raise ScenarioError(f"{f}: a solution must end with a terminal tool (finish, escalate, "
+                                "request_information or decline).")
+        solutions.append(steps)
+
+    scenario = Scenario(
+        id=sid, path=directory, category=data["category"], description=data.get("description", ""),
+        snapshot=snapshot, target=target, perturb=spec, params=params,
+        max_steps=int(budget.get("max_steps", 30)), timeout_s=float(budget.get("timeout_s", 60.0)),
+        tools=tuple(tools), allowed_outcomes=tuple(outcomes), prompt=prompt, solutions=tuple(solutions),
+    )
+    scenario.request(scenario.instance(0).vars)  # fail at load on an unknown placeholder
+    return scenario
+
+
+def load_suite(suite: Path | None = None, ids: list[str] | None = None) -> list[Scenario]:
+    """Load every scenario under ``suite`` (the bundled suite by default), or only ``ids``, sorted by id."""
+    root = suite or bundled_root() / "scenarios"
+    if not root.is_dir():
+        raise ScenarioError(f"Suite directory {str(root)!r} not found; pass --suite DIR with one folder per scenario.")
+    available = sorted(p.name for p in root.iterdir() if (p / "task.json").exists())
+    wanted = ids or available
+    missing = [i for i in wanted if i not in available]
+    if missing:
+        raise ScenarioError(f"Unknown scenario(s) {missing!r} in {root}; available: {', '.join(available)}.")
+    loader = SnapshotLoader()
+    return [load_scenario(root / i, loader) for i in wanted]

@@ -1,0 +1,277 @@
+"""WRITE tools: they apply exactly what the agent passes.
+
+The system refuses what it enforces (a paid instalment, a cancelled policy,
+malformed money); what is the agent's own responsibility (conservation of a
+total, the due-day rule, an authority limit) goes through and is left for the
+graders. Ids of new records are natural keys (a payment is keyed by its plan and
+idempotency key), so the same work yields the same state however it was reached.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+import attrs
+
+from simworld.dates import due_date, roll
+from simworld.errors import PolicyDenied, ToolArgumentError
+from simworld.models import LOCKED, UNPAID, Credit, Instalment, Message, Payment, PremiumChange, to_json
+from simworld.money import Money, allocate
+from simworld.tools._read import date_arg, plan_view, unpaid
+from simworld.tools._registry import Amount, IsoDate, Kind, tool
+from simworld.world import World
+
+__all__ = ["WRITE_TOOLS", "ScheduleItem"]
+
+
+class ScheduleItem(TypedDict):
+    """One instalment of a new schedule."""
+
+    due_date: IsoDate
+    amount: Amount
+
+
+def _instalment(plan_id: str, seq: int, due: Any, amount: Money) -> Instalment:
+    return Instalment(f"{plan_id}-{seq}", seq, due, amount, Money.zero(amount.currency), "planned", roll(due, "following"))
+
+
+@tool(Kind.WRITE, latency=1.0)
+def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem]) -> dict[str, Any]:
+    """Replace the plan's unpaid instalments with the due dates and amounts given, in order.
+
+    Paid, partially paid, waived and cancelled instalments stay as they are. The system
+    does not force the new amounts to add up to the old balance: that is yours to get right.
+
+    Args:
+        instalments: The new unpaid instalments, each {"due_date": "YYYY-MM-DD", "amount": "333.34"}, in date order.
+        plan_id: The plan's id.
+    """
+    plan, _policy = world.writable_plan(plan_id)
+    if not 1 <= len(instalments) <= 60:
+        raise ToolArgumentError(f"set_schedule: give between 1 and 60 instalments but got {len(instalments)}.")
+    rows = []
+    for i, item in enumerate(instalments):
+        due = date_arg(item["due_date"], f"instalments[{i}].due_date")
+        amount = world.money(item["amount"], plan.currency, f"instalments[{i}].amount")
+        if amount.minor < 0:
+            raise ToolArgumentError(f"set_schedule: instalments[{i}].amount={item['amount']!r} is negative.")
+        if rows and due <= rows[-1][0]:
+            raise ToolArgumentError(f"set_schedule: instalments[{i}].due_date={item['due_date']!r} is not after "
+                                    f"the previous due date; give the instalments in strictly increasing date order.")
+        rows.append((due, amount))
+    kept = [i for i in plan.instalments if i.status not in UNPAID]
+    locked = [i for i in kept if i.status in LOCKED]
+    if locked and rows[0][0] <= max(i.due_date for i in locked):
+        raise PolicyDenied(f"set_schedule: the first new due date {rows[0][0].isoformat()} is not after the paid "
+                           f"instalment of {max(i.due_date for i in locked).isoformat()}; paid instalments are "
+                           "immutable (rule paid_immutable).")
+    next_seq = max((i.seq for i in kept), default=0) + 1
+    new = [_instalment(plan.id, next_seq + k, due, amount) for k, (due, amount) in enumerate(rows)]
+    plan = attrs.evolve(plan, instalments=tuple(sorted(kept + new, key=lambda i: i.seq)))
+    world.put(plan)
+    return plan_view(plan)
+
+
+@tool(Kind.WRITE, latency=1.0)
+def change_due_day(world: World, plan_id: str, day: int) -> dict[str, Any]:
+    """Move every unpaid instalment to `day` of its own month (clamped to the month's end) and make it the anchor.
+
+    Args:
+        plan_id: The plan's id.
+        day: The new due day of the month, 1 to 31; 31 means the last day of shorter months.
+    """
+    plan, _policy = world.writable_plan(plan_id)
+    if not 1 <= day <= 31:
+        raise ToolArgumentError(f"change_due_day: day must be between 1 and 31 but got day={day!r}.")
+    moved = []
+    for inst in plan.instalments:
+        if inst.status in UNPAID:
+            due = due_date(inst.due_date.year, inst.due_date.month, day)
+            inst = attrs.evolve(inst, due_date=due, draft_date=roll(due, "following"))
+        moved.append(inst)
+    plan = attrs.evolve(plan, instalments=tuple(moved), anchor_day=day, due_day_changes=plan.due_day_changes + 1)
+    world.put(plan)
+    return plan_view(plan)
+
+
+@tool(Kind.WRITE, latency=1.0)
+def defer_instalment(world: World, plan_id: str, seq: int, mode: Literal["end", "spread"]) -> dict[str, Any]:
+    """Defer one unpaid instalment: its amount moves to the last instalment ('end') or over all later ones ('spread').
+
+    The deferred instalment is kept, marked cancelled, so the history stays readable.
+
+    Args:
+        plan_id: The plan's id.
+        seq: The seq of the instalment to defer.
+        mode: 'end' adds its amount to the last unpaid instalment; 'spread' allocates it over the later unpaid ones.
+    """
+    plan, _policy = world.writable_plan(plan_id)
+    target = next((i for i in plan.instalments if i.seq == seq), None)
+    if target is None:
+        raise ToolArgumentError(f"defer_instalment: plan {plan.id!r} has no instalment with seq={seq!r}.")
+    if target.status in LOCKED:
+        raise PolicyDenied(f"defer_instalment: instalment seq={seq} is {target.status}; paid instalments are "
+                           "immutable (rule paid_immutable).")
+    if target.status not in UNPAID:
+        raise ToolArgumentError(f"defer_instalment: instalment seq={seq} is {target.status}; only unpaid ones defer.")
+    later = [i for i in unpaid(plan) if i.seq > seq]
+    if not later:
+        raise ToolArgumentError(f"defer_instalment: instalment seq={seq} is the last unpaid one; nothing to defer onto.")
+    targets = later[-1:] if mode == "end" else later
+    shares = allocate(target.amount, len(targets), "first" if plan.remainder == "first" else "last")
+    bumped = {i.seq: attrs.evolve(i, amount=i.amount + s) for i, s in zip(targets, shares, strict=True)}
+    out = []
+    for inst in plan.instalments:
+        if inst.seq == seq:
+            inst = attrs.evolve(inst, status="cancelled")
+        out.append(bumped.get(inst.seq, inst))
+    plan = attrs.evolve(plan, instalments=tuple(out), deferrals=plan.deferrals + 1)
+    world.put(plan)
+    return plan_view(plan)
+
+
+@tool(Kind.WRITE, latency=1.0)
+def record_premium_change(world: World, policy_id: str, new_annual_premium: Amount,
+                          effective_date: IsoDate) -> dict[str, Any]:
+    """Record the policy's new annual premium from an effective date. The instalments follow only through set_schedule.
+
+    Args:
+        policy_id: The policy's id.
+        new_annual_premium: The new annual premium, e.g. '1320.00'.
+        effective_date: The date it takes effect, YYYY-MM-DD, within the term.
+    """
+    policy = world.policy_record(policy_id)
+    if policy.status == "cancelled":
+        raise PolicyDenied(f"Policy {policy.id!r} is cancelled; it accepts no changes (rule cancelled_frozen).")
+    new = world.money(new_annual_premium, policy.currency, "new_annual_premium")
+    if new.minor <= 0:
+        raise ToolArgumentError(f"record_premium_change: new_annual_premium={new_annual_premium!r} must be positive.")
+    effective = date_arg(effective_date, "effective_date")
+    if not policy.term_start <= effective <= policy.term_end:
+        raise ToolArgumentError(f"record_premium_change: effective_date={effective_date!r} is outside the term.")
+    change = PremiumChange(f"pc-{policy.id}-{effective.isoformat()}", policy.id, policy.currency,
+                           policy.annual_premium, new, effective)
+    world.put(change)
+    world.put(attrs.evolve(policy, annual_premium=new))
+    return {"premium_change": to_json(change)}
+
+
+@tool(Kind.WRITE, latency=1.0)
+def apply_payment(world: World, plan_id: str, amount: Amount, idempotency_key: str,
+                  apply_to: Literal["oldest", "last"] = "oldest") -> dict[str, Any]:
+    """Post a payment to a plan. Repeating an idempotency key is a no-op that returns the first payment.
+
+    The payment pays unpaid instalments in order ('oldest' first, or from the 'last'); any
+    excess stays on the plan as a credit.
+
+    Args:
+        plan_id: The plan's id.
+        amount: The amount received, e.g. '150.00'.
+        idempotency_key: A key unique to this payment; reuse it when retrying the same payment.
+        apply_to: 'oldest' pays the earliest unpaid instalments first; 'last' pays from the final one backwards.
+    """
+    plan, _policy = world.writable_plan(plan_id)
+    if not idempotency_key.strip():
+        raise ToolArgumentError("apply_payment: idempotency_key is empty; pass a key unique to this payment.")
+    pid = f"pay-{plan.id}-{idempotency_key}"
+    existing = world.state.get("payments", pid)
+    if existing is not None:
+        return {"duplicate": True, "payment": to_json(existing)}
+    money = world.money(amount, plan.currency, "amount")
+    if money.minor <= 0:
+        raise ToolArgumentError(f"apply_payment: amount={amount!r} must be positive.")
+    open_ = [i for i in plan.instalments if i.status in UNPAID or i.status == "partially_paid"]
+    if apply_to == "last":
+        open_.reverse()
+    left = money
+    paid: dict[int, Instalment] = {}
+    allocations = []
+    for inst in open_:
+        if left.minor == 0:
+            break
+        take = min(left, inst.amount - inst.paid_amount)
+        now_paid = inst.paid_amount + take
+        status = "paid" if now_paid == inst.amount else "partially_paid"
+        paid[inst.seq] = attrs.evolve(inst, paid_amount=now_paid, status=status)
+        allocations.append((inst.seq, take))
+        left = left - take
+    today = world.today()
+    payment = Payment(pid, plan.id, plan.currency, money, today, idempotency_key, tuple(sorted(allocations)),
+                      left if left.minor else None)
+    world.put(payment)
+    world.put(attrs.evolve(plan, instalments=tuple(paid.get(i.seq, i) for i in plan.instalments)))
+    if left.minor:
+        world.put(Credit(f"cr-{pid}", plan.id, plan.currency, left, f"overpayment {idempotency_key}"))
+    return {"duplicate": False, "payment": to_json(payment)}
+
+
+@tool(Kind.WRITE, latency=0.8)
+def waive_fee(world: World, fee_id: str, reason: str) -> dict[str, Any]:
+    """Waive an open fee.
+
+    Args:
+        fee_id: The fee's id.
+        reason: Why it is waived, as it will appear on the account.
+    """
+    fee = world.fee(fee_id)
+    if fee.status != "open":
+        raise PolicyDenied(f"waive_fee: fee {fee.id!r} is {fee.status}; only an open fee can be waived.")
+    if not reason.strip():
+        raise ToolArgumentError("waive_fee: reason is empty; say why the fee is waived.")
+    fee = attrs.evolve(fee, status="waived", waived_on=world.today())
+    world.put(fee)
+    return {"fee": to_json(fee)}
+
+
+@tool(Kind.WRITE, latency=1.0)
+def cancel_policy(world: World, policy_id: str, cancel_date: IsoDate, refund_amount: Amount) -> dict[str, Any]:
+    """Cancel a policy from a date and record the refund you computed; later unpaid instalments are cancelled.
+
+    Args:
+        policy_id: The policy's id.
+        cancel_date: The cancellation date, YYYY-MM-DD, within the term.
+        refund_amount: The refund owed to the customer, e.g. '412.50'; '0.00' if none.
+    """
+    policy = world.policy_record(policy_id)
+    if policy.status == "cancelled":
+        raise PolicyDenied(f"cancel_policy: policy {policy.id!r} is already cancelled.")
+    when = date_arg(cancel_date, "cancel_date")
+    if not policy.term_start <= when <= policy.term_end:
+        raise ToolArgumentError(f"cancel_policy: cancel_date={cancel_date!r} is outside the term.")
+    refund = world.money(refund_amount, policy.currency, "refund_amount")
+    if refund.minor < 0:
+        raise ToolArgumentError(f"cancel_policy: refund_amount={refund_amount!r} is negative.")
+    plans = world.state.children("plans", "policy_id", policy.id)
+    received = Money.zero(policy.currency)
+    for plan in plans:
+        received = sum((i.paid_amount for i in plan.instalments), received)
+    if refund > received:
+        raise PolicyDenied(f"cancel_policy: refund {refund} exceeds the {received} received on the policy.")
+    for plan in plans:
+        insts = tuple(attrs.evolve(i, status="cancelled") if i.status in UNPAID and i.due_date > when else i
+                      for i in plan.instalments)
+        world.put(attrs.evolve(plan, instalments=insts))
+    policy = attrs.evolve(policy, status="cancelled", cancelled_on=when, refund=refund)
+    world.put(policy)
+    return {"policy": to_json(policy)}
+
+
+@tool(Kind.WRITE, latency=0.5)
+def send_message(world: World, customer_id: str, subject: str, body: str) -> dict[str, Any]:
+    """Send a message to a customer.
+
+    Args:
+        customer_id: The customer's id.
+        subject: The subject line.
+        body: The message text.
+    """
+    customer = world.customer(customer_id)
+    if not body.strip():
+        raise ToolArgumentError("send_message: body is empty.")
+    message = Message(f"msg-{world.seq:04d}", customer.id, subject, body, world.clock.now)
+    world.put(message)
+    return {"message": to_json(message)}
+
+
+WRITE_TOOLS = [set_schedule, change_due_day, defer_instalment, record_premium_change, apply_payment, waive_fee,
+               cancel_policy, send_message]

@@ -1,0 +1,146 @@
+"""The world an episode runs in: a state, a clock, the policy store and the tool adapter.
+
+Every tool call goes through :meth:`World.call`, which validates the arguments
+against the tool's signature, runs the tool against the current state, advances
+the clock by the tool's fixed latency and appends an :class:`~simworld.events.Event`.
+A tool that raises :class:`~simworld.errors.ToolArgumentError` or
+:class:`~simworld.errors.PolicyDenied` leaves the state untouched and returns its
+message to the agent; any other exception is a bug in the harness or in a user's
+tool and propagates.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import orjson
+
+from simworld.clock import SimClock
+from simworld.dates import local_date
+from simworld.errors import PolicyDenied, ToolArgumentError, ToolError
+from simworld.events import Event
+from simworld.models import Customer, Fee, Plan, Policy
+from simworld.money import Money
+from simworld.policy import PolicyStore
+from simworld.state import State
+
+__all__ = ["World"]
+
+
+class World:
+    """A live world: mutable only through tool calls, each recorded as an event."""
+
+    def __init__(self, state: State, clock: SimClock, policy: PolicyStore, tools: dict[str, Any]) -> None:
+        self.state = state
+        self.clock = clock
+        self.policy = policy
+        self.tools = tools
+        self.events: list[Event] = []
+        self.states: list[State] = []  # the state after each event
+        self.outcome: str | None = None
+        self.seq = 0
+
+    # -- lookups tools share -------------------------------------------------------------------------
+
+    def customer(self, customer_id: str) -> Customer:
+        """The customer ``customer_id`` or a ToolArgumentError the agent can read."""
+        return self._get("customers", customer_id, "customer_id")
+
+    def policy_record(self, policy_id: str) -> Policy:
+        """The policy ``policy_id`` or a ToolArgumentError."""
+        return self._get("policies", policy_id, "policy_id")
+
+    def plan(self, plan_id: str) -> Plan:
+        """The plan ``plan_id`` or a ToolArgumentError."""
+        return self._get("plans", plan_id, "plan_id")
+
+    def fee(self, fee_id: str) -> Fee:
+        """The fee ``fee_id`` or a ToolArgumentError."""
+        return self._get("fees", fee_id, "fee_id")
+
+    def _get(self, table: str, rid: Any, arg: str) -> Any:
+        record = self.state.get(table, rid) if isinstance(rid, str) else None
+        if record is None:
+            raise ToolArgumentError(f"No {table[:-1] if table != 'policies' else 'policy'} with {arg}={rid!r}; "
+                                    f"look it up first (find_customer, get_customer).")
+        return record
+
+    def plan_policy(self, plan: Plan) -> Policy:
+        """The policy a plan belongs to."""
+        return self.state.get("policies", plan.policy_id)  # type: ignore[no-any-return]
+
+    def writable_plan(self, plan_id: str) -> tuple[Plan, Policy]:
+        """A plan and its policy, denied if the policy is cancelled (a system rule)."""
+        plan = self.plan(plan_id)
+        policy = self.plan_policy(plan)
+        if policy.status == "cancelled":
+            raise PolicyDenied(f"Policy {policy.id!r} is cancelled; its plan accepts no changes (rule cancelled_frozen).")
+        return plan, policy
+
+    def money(self, value: Any, currency: str, name: str) -> Money:
+        """Parse an agent's amount in ``currency``, as a ToolArgumentError if malformed."""
+        try:
+            return Money.parse(value, currency, name=name)
+        except ValueError as exc:
+            raise ToolArgumentError(str(exc)) from None
+
+    def today(self, customer_id: str | None = None) -> date:
+        """Today's date in the customer's zone (UTC without one), from the simulated clock."""
+        zone = "UTC"
+        if customer_id is not None:
+            customer = self.state.get("customers", customer_id)
+            if customer is not None:
+                zone = customer.timezone
+        return local_date(self.clock.now, zone)
+
+    def put(self, record: Any) -> None:
+        """Store ``record`` (a new value replacing the old one with its id)."""
+        self.state = self.state.put(record)
+
+    # -- the adapter ---------------------------------------------------------------------------------
+
+    def invalid(self, action: Any) -> Event:
+        """Record an action that is not a tool call, as an error the agent can read."""
+        message = ('Expected an action {"tool": NAME, "args": {...}} (or None to stop) but got '
+                   f"{_jsonable(action)!r}.")
+        event = Event(self.seq, self.clock.iso(), "", _jsonable(action), {"error": message}, "error", 0.0, "invalid")
+        self.events.append(event)
+        self.states.append(self.state)
+        self.seq += 1
+        return event
+
+    def call(self, name: Any, args: Any) -> Event:
+        """Run one tool call and record it; never raises for the agent's mistakes."""
+        seq = self.seq
+        at = self.clock.iso()
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        args_json = _jsonable(args)
+        if tool is None:
+            result: Any = {"error": f"Unknown tool {name!r}; available: {sorted(self.tools)!r}."}
+            event = Event(seq, at, str(name), args_json, result, "error", 0.0, "unknown")
+        else:
+            before = self.state
+            try:
+                kwargs = tool.bind(args_json)
+                result = tool.fn(self, **kwargs)
+                status = "ok"
+            except ToolError as exc:
+                self.state = before
+                result, status = {"error": str(exc)}, exc.status
+            self.clock.advance(tool.latency)
+            event = Event(seq, at, tool.name, args_json, _jsonable(result), status, tool.latency, tool.kind.value)
+            if status == "ok" and tool.kind.value == "terminal":
+                self.outcome = result["outcome"]
+        self.events.append(event)
+        self.states.append(self.state)
+        self.seq += 1
+        return event
+
+
+def _jsonable(value: Any) -> Any:
+    """Round-trip through canonical JSON so what is recorded is exactly what replays."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:
+        return repr(value)
