@@ -23,7 +23,7 @@ from simworld.state import State
 from simworld.tools import TOOLS
 from simworld.world import World
 
-__all__ = ["COUNTERS", "Environment", "Episode", "Observation", "StopReason", "make"]
+__all__ = ["COUNTERS", "Environment", "Episode", "Observation", "StopReason"]
 
 StopReason = Literal["terminal", "agent_stopped", "max_steps", "timeout", "agent_error"]
 #: The closed list of counters an episode keeps.
@@ -187,7 +187,9 @@ class Environment:
                        self._initial, w.state, tuple(w.states), events, w.outcome, self._stop or "agent_stopped",
                        MappingProxyType(counters), self._error)
 
+    def grade(self) -> dict[str, Any]:
+        """Grade the sealed episode with the scenario's graders; the same result fields as ``simworld run``."""
+        from simworld.runner import grade, result_line, solution_end_states
 
-def make(scenario: Scenario, seed: int) -> Environment:
-    """An environment for ``scenario`` at ``seed``, for loops driven by the caller."""
-    return Environment(scenario, seed)
+        episode = self.episode()
+        return result_line(episode, grade(self.scenario, episode, solution_end_states(self.scenario, self.seed)))

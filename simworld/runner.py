@@ -95,7 +95,7 @@ class RunResult:
     wall_seconds: float
 
 
-def _result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
+def result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
     return {
         "scenario": episode.scenario,
         "seed": episode.seed,
@@ -128,7 +128,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
                 env = Environment(scenario, seed, agent_name=agent_name, guard=guard)
                 episode = play(env, agent_factory)
                 expected = solution_end_states(scenario, seed, guard)
-                line = _result_line(episode, grade(scenario, episode, expected))
+                line = result_line(episode, grade(scenario, episode, expected))
                 results.append(line)
                 if out is not None:
                     write_event_file(out / "events" / f"{scenario.id}__seed-{seed}.jsonl", scenario, episode)

@@ -1,0 +1,5 @@
+"""``python -m simworld`` runs the command line."""
+
+from simworld.cli import main
+
+main()

@@ -1,0 +1,171 @@
+"""The episode loop: how episodes end, what the agent sees, and what is sealed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from simworld import make
+from simworld.agents import NoopAgent, StepsAgent
+from simworld.clock import TimeGuard, wall_monotonic
+from simworld.episode import COUNTERS, Environment, Observation
+from simworld.runner import play
+from simworld.scenario import load_suite
+
+SID = "split-balance-three-ways"
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    (sc,) = load_suite(None, [SID])
+    return sc
+
+
+def _play(scenario, agent, seed=0, guard=None):
+    return play(Environment(scenario, seed, agent_name="test", guard=guard), lambda sc, s, v: agent)
+
+
+class _Fn:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def act(self, obs: Observation) -> Any:
+        return self.fn(obs)
+
+
+class TestObservation:
+    def test_first_observation_has_request_policy_tools(self, scenario) -> None:
+        """The agent first sees the rendered request, the policy text and every tool's schema."""
+        obs = make(scenario, 5).reset()
+        assert "{" not in obs.request and "3 payments" in obs.request
+        assert "paid_immutable" in obs.policy and "Amounts are in" in obs.policy
+        names = [t["name"] for t in obs.tools]
+        assert "set_schedule" in names and "finish" in names
+        assert obs.step == 0 and obs.last_result is None
+        assert obs.now.endswith("Z")
+
+    def test_last_result_is_the_previous_call(self, scenario) -> None:
+        """After a call the observation carries that call's tool, status and result."""
+        env = make(scenario, 0)
+        env.reset()
+        obs, done = env.step({"tool": "get_plan", "args": {"plan_id": "pln_001"}})
+        assert not done and obs.last_tool == "get_plan" and obs.last_status == "ok"
+        assert obs.last_result["id"] == "pln_001"
+        obs, _ = env.step({"tool": "get_plan", "args": {"plan_id": "nope"}})
+        assert obs.last_status == "error" and "nope" in obs.last_result["error"]
+
+
+class TestEnding:
+    def test_terminal_tool_ends(self, scenario) -> None:
+        """A terminal tool ends the episode with its outcome and stop reason 'terminal'."""
+        ep = _play(scenario, _Fn(lambda o: {"tool": "decline", "args": {"reason": "no"}}))
+        assert ep.outcome == "decline" and ep.stop_reason == "terminal" and len(ep.events) == 1
+
+    def test_none_stops(self, scenario) -> None:
+        """An agent that returns None stops the episode with no outcome."""
+        ep = _play(scenario, NoopAgent())
+        assert ep.outcome is None and ep.stop_reason == "agent_stopped" and ep.events == ()
+
+    def test_max_steps(self, scenario) -> None:
+        """An agent that never stops is cut off at the scenario's max_steps."""
+        ep = _play(scenario, _Fn(lambda o: {"tool": "get_plan", "args": {"plan_id": "pln_001"}}))
+        assert ep.stop_reason == "max_steps" and len(ep.events) == scenario.max_steps
+
+    def test_timeout_uses_the_real_clock(self, scenario) -> None:
+        """A slow agent is stopped at timeout_s measured on the real clock, even under a frozen one."""
+        import attrs
+
+        quick = attrs.evolve(scenario, timeout_s=0.05, max_steps=10_000)
+
+        def slow(o):
+            end = wall_monotonic() + 0.02
+            while wall_monotonic() < end:
+                pass
+            return {"tool": "get_plan", "args": {"plan_id": "pln_001"}}
+
+        with TimeGuard() as guard:
+            ep = _play(quick, _Fn(slow), guard=guard)
+        assert ep.stop_reason == "timeout" and 2 <= len(ep.events) <= 10
+
+    def test_crash_is_recorded_not_raised(self, scenario) -> None:
+        """An agent that raises ends the episode as agent_error, with the error kept and earlier events intact."""
+        calls = []
+
+        def boom(o):
+            calls.append(1)
+            if len(calls) > 1:
+                raise ZeroDivisionError("agent bug")
+            return {"tool": "get_plan", "args": {"plan_id": "pln_001"}}
+
+        ep = _play(scenario, _Fn(boom))
+        assert ep.stop_reason == "agent_error" and "ZeroDivisionError: agent bug" in ep.error
+        assert len(ep.events) == 1
+
+    def test_malformed_action_is_an_error_result(self, scenario) -> None:
+        """An action that is not {"tool": ..., "args": ...} becomes an error event the agent can read."""
+        env = make(scenario, 0)
+        env.reset()
+        obs, done = env.step(["not", "an", "action"])
+        assert not done and obs.last_status == "error" and "Expected an action" in obs.last_result["error"]
+        obs, _ = env.step({"tool": "get_plan", "args": "pln_001"})
+        assert obs.last_status == "error" and "JSON object" in obs.last_result["error"]
+
+
+class TestSealedEpisode:
+    def test_counters_closed_and_counted(self, scenario) -> None:
+        """Counters are exactly the closed list and count calls by status and simulated seconds."""
+        steps = [{"tool": "get_plan", "args": {"plan_id": "pln_001"}},
+                 {"tool": "get_plan", "args": {"plan_id": "x"}},
+                 {"tool": "defer_instalment", "args": {"plan_id": "pln_001", "seq": 1, "mode": "end"}},
+                 {"tool": "decline", "args": {"reason": "r"}, "usage": {"input_tokens": 10, "output_tokens": 3}}]
+        it = iter(steps)
+        ep = _play(scenario, _Fn(lambda o: next(it)))
+        c = dict(ep.counters)
+        assert tuple(c) == COUNTERS
+        assert c["steps"] == 4 and c["tool_calls"] == 4 and c["error_calls"] == 1 and c["denied_calls"] == 1
+        assert c["input_tokens"] == 10 and c["output_tokens"] == 3 and c["total_tokens"] == 13
+        assert c["sim_seconds"] == pytest.approx(0.2 + 0.2 + 1.0 + 0.5)
+
+    def test_states_after_each_event(self, scenario) -> None:
+        """The episode keeps the state after every event; only writes change it."""
+        ep = _play(scenario, StepsAgent(scenario.solutions[0], dict(scenario.instance(0).vars), "t"), seed=0)
+        assert len(ep.states) == len(ep.events)
+        hashes = [ep.initial_state.hash] + [s.hash for s in ep.states]
+        for event, before, after in zip(ep.events, hashes[:-1], hashes[1:], strict=True):
+            if event.kind == "read":
+                assert before == after
+        assert ep.final_state.hash != ep.initial_state.hash
+
+    def test_episode_is_read_only(self, scenario) -> None:
+        """A sealed episode cannot be changed."""
+        ep = _play(scenario, NoopAgent())
+        with pytest.raises(AttributeError):
+            ep.outcome = "act"  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            ep.counters["steps"] = 3  # type: ignore[index]
+
+
+class TestSimulatedTimeForForeignCode:
+    def test_agent_sees_simulated_now(self, scenario) -> None:
+        """Under a TimeGuard an agent's datetime.now() is the simulated time, and it moves with tool latency."""
+        seen: list[datetime] = []
+
+        def agent(o):
+            seen.append(datetime.utcnow())
+            return {"tool": "get_plan", "args": {"plan_id": "pln_001"}} if len(seen) < 3 else None
+
+        with TimeGuard() as guard:
+            _play(scenario, _Fn(agent), seed=0, guard=guard)
+        start = scenario.instance(0).clock.replace(tzinfo=None)
+        assert seen[0] == start
+        assert (seen[2] - seen[0]).total_seconds() == pytest.approx(0.4)
+
+    def test_real_clock_not_frozen(self) -> None:
+        """wall_monotonic keeps moving while freezegun is active."""
+        with TimeGuard():
+            a = wall_monotonic()
+            while wall_monotonic() == a:
+                pass
+            assert wall_monotonic() > a
