@@ -1,0 +1,144 @@
+"""The command line as a user runs it: one end-to-end test per command, and its errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def _suite_copy(tmp_path: Path, scenario: str = "split-balance-three-ways") -> Path:
+    """A private suite with one scenario and the snapshots next to it."""
+    shutil.copytree(ROOT / "scenarios" / scenario, tmp_path / "scenarios" / scenario)
+    shutil.copytree(ROOT / "snapshots", tmp_path / "snapshots")
+    return tmp_path / "scenarios"
+
+
+class TestList:
+    def test_lists_every_bundled_scenario(self) -> None:
+        """`simworld list` prints one line per scenario directory with its category."""
+        done = simworld("list")
+        assert done.returncode == 0, done.stderr
+        ids = sorted(p.name for p in (ROOT / "scenarios").iterdir() if (p / "task.json").exists())
+        lines = done.stdout.strip().splitlines()
+        assert [line.split()[0] for line in lines] == ids
+
+
+class TestRun:
+    def test_reference_run_writes_everything(self, tmp_path: Path) -> None:
+        """`simworld run --seed 42` passes every scenario and writes results.jsonl, events/ and run.json."""
+        out = tmp_path / "out"
+        done = simworld("run", "--seed", "42", "--out", str(out))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines()[0].split() == ["scenario", "seed", "outcome", "passed", "score"]
+        results = [orjson.loads(line) for line in (out / "results.jsonl").read_bytes().splitlines()]
+        n = len(list((ROOT / "scenarios").iterdir()))
+        assert len(results) == n and all(r["passed"] for r in results)
+        for r in results:
+            assert {"scenario", "seed", "agent", "outcome", "state_hash", "events_hash"} <= set(r)
+        assert len(list((out / "events").iterdir())) == n
+        meta = orjson.loads((out / "run.json").read_bytes())
+        assert meta["episodes"] == n and meta["agent"] == "reference"
+
+    def test_noop_fails_and_exits_1(self, tmp_path: Path) -> None:
+        """The do-nothing agent fails every scenario and the run exits 1."""
+        out = tmp_path / "out"
+        done = simworld("run", "--agent", "noop", "--out", str(out))
+        assert done.returncode == 1
+        results = [orjson.loads(line) for line in (out / "results.jsonl").read_bytes().splitlines()]
+        assert results and not any(r["passed"] for r in results)
+
+    def test_one_scenario_and_a_user_agent(self, tmp_path: Path) -> None:
+        """--scenario selects; --agent python:module:Class runs a user's agent from the working directory."""
+        (tmp_path / "my_agent.py").write_text(
+            "class Agent:\n"
+            "    def act(self, obs):\n"
+            "        if obs.last_tool is None:\n"
+            "            return {'tool': 'get_plan', 'args': {'plan_id': 'pln_001'}}\n"
+            "        return {'tool': 'decline', 'args': {'reason': 'I will not.'}}\n")
+        done = simworld("run", "--scenario", "split-balance-three-ways", "--agent", "python:my_agent:Agent",
+                        "--out", "o", cwd=tmp_path)
+        assert done.returncode == 1
+        (r,) = [orjson.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_bytes().splitlines()]
+        assert r["outcome"] == "decline" and r["agent"] == "python:my_agent:Agent" and not r["passed"]
+
+    def test_scripted_agent(self, tmp_path: Path) -> None:
+        """--agent scripted:FILE plays a JSONL script, with the seed's templates filled in."""
+        src = ROOT / "scenarios" / "split-balance-three-ways" / "solution-remainder-last.jsonl"
+        done = simworld("run", "--scenario", "split-balance-three-ways", "--agent", f"scripted:{src}",
+                        "--seed", "5", "--out", str(tmp_path / "o"))
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+class TestErrors:
+    def _one_line(self, done: subprocess.CompletedProcess[str]) -> str:
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        return done.stderr
+
+    def test_unknown_agent(self) -> None:
+        """An unknown --agent is one line listing the agents there are."""
+        err = self._one_line(simworld("run", "--agent", "clever"))
+        assert "clever" in err and "reference, noop, random" in err and err.count("\n") == 1
+
+    def test_unknown_scenario(self) -> None:
+        """An unknown --scenario names it and lists what is available."""
+        err = self._one_line(simworld("run", "--scenario", "nope"))
+        assert "'nope'" in err and "split-balance-three-ways" in err
+
+    def test_bad_flag(self) -> None:
+        """A flag that does not exist is a usage error, not a traceback."""
+        err = self._one_line(simworld("run", "--sed", "3"))
+        assert "--sed" in err
+
+    def test_missing_python_agent(self, tmp_path: Path) -> None:
+        """python:MODULE:ATTR naming a missing module is one line naming it."""
+        err = self._one_line(simworld("run", "--agent", "python:no_such_mod:A", cwd=tmp_path))
+        assert "no_such_mod" in err
+
+    def test_malformed_scenario_fails_at_load(self, tmp_path: Path) -> None:
+        """A task.json with an unknown key fails the run at load, naming the file, the key and allowed keys."""
+        suite = _suite_copy(tmp_path)
+        task = suite / "split-balance-three-ways" / "task.json"
+        data = orjson.loads(task.read_bytes())
+        data["reward"] = 1
+        task.write_bytes(orjson.dumps(data))
+        err = self._one_line(simworld("run", "--suite", str(suite), "--out", str(tmp_path / "o")))
+        assert "task.json" in err and "'reward'" in err and "allowed" in err
+        assert not (tmp_path / "o" / "results.jsonl").exists()
+
+    def test_bad_category_and_outcome(self, tmp_path: Path) -> None:
+        """An unknown category or outcome class names the allowed values."""
+        suite = _suite_copy(tmp_path)
+        task = suite / "split-balance-three-ways" / "task.json"
+        data = orjson.loads(task.read_bytes())
+        task.write_bytes(orjson.dumps({**data, "category": "magic"}))
+        err = self._one_line(simworld("list", "--suite", str(suite)))
+        assert "'magic'" in err and "reschedule" in err
+        task.write_bytes(orjson.dumps({**data, "allowed_outcomes": ["shrug"]}))
+        err = self._one_line(simworld("list", "--suite", str(suite)))
+        assert "'shrug'" in err and "request_information" in err
+
+    def test_solution_with_unknown_tool(self, tmp_path: Path) -> None:
+        """A solution line naming an unknown tool fails at load with file:line."""
+        suite = _suite_copy(tmp_path)
+        sol = suite / "split-balance-three-ways" / "solution-remainder-last.jsonl"
+        sol.write_text('{"tool": "teleport", "args": {}}\n')
+        err = self._one_line(simworld("list", "--suite", str(suite)))
+        assert "solution-remainder-last.jsonl:1" in err and "teleport" in err
+
+    def test_prompt_placeholder_typo(self, tmp_path: Path) -> None:
+        """A prompt placeholder that is not a variable fails at load and lists the known ones."""
+        suite = _suite_copy(tmp_path)
+        (suite / "split-balance-three-ways" / "prompt.md").write_text("Split my {balanse} please")
+        err = self._one_line(simworld("list", "--suite", str(suite)))
+        assert "{balanse}" in err and "unpaid_balance" in err

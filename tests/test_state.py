@@ -1,0 +1,107 @@
+"""The state: shared base, copy-on-write overlay, and an incremental canonical hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simworld.money import Money
+from simworld.snapshot import Snapshot, SnapshotLoader, dump_snapshot
+from simworld.state import Base, State
+
+SMALL = Path(__file__).resolve().parent.parent / "snapshots" / "small.json"
+
+
+def _snap() -> Snapshot:
+    return SnapshotLoader().load(SMALL)
+
+
+def _full_hash(state: State) -> tuple[str, str]:
+    """Recompute the hashes from scratch, the slow way."""
+    tables = {t: {r.id: r for r in state.records(t)} for t in state.base.tables}
+    fresh = State.of(Base.build(tables))
+    return fresh.hash, fresh.business_hash
+
+
+class TestHash:
+    @settings(max_examples=50, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(["pln_001", "pln_002", "pln_009"]), st.integers(1, 12),
+                              st.integers(0, 10**6)), max_size=8))
+    def test_incremental_equals_recomputed(self, edits) -> None:
+        """After any sequence of writes the incremental hash equals one recomputed from the whole state."""
+        state = _snap().state()
+        for plan_id, seq, minor in edits:
+            plan = state.get("plans", plan_id)
+            insts = tuple(attrs.evolve(i, amount=Money(minor, plan.currency)) if i.seq == seq else i
+                          for i in plan.instalments)
+            state = state.put(attrs.evolve(plan, instalments=insts))
+        assert (state.hash, state.business_hash) == _full_hash(state)
+
+    def test_order_independent(self) -> None:
+        """Two writes in either order give the same hash."""
+        s = _snap().state()
+        a = s.get("customers", "cus_001")
+        b = s.get("customers", "cus_002")
+        a2, b2 = attrs.evolve(a, notes="x"), attrs.evolve(b, notes="y")
+        assert s.put(a2).put(b2).hash == s.put(b2).put(a2).hash
+
+    def test_undo_restores_hash(self) -> None:
+        """Writing a record back to its old value restores the original hash."""
+        s = _snap().state()
+        a = s.get("customers", "cus_001")
+        changed = s.put(attrs.evolve(a, notes="changed"))
+        assert changed.hash != s.hash
+        assert changed.put(a).hash == s.hash
+
+    def test_comms_do_not_change_business_hash(self) -> None:
+        """A message changes the state hash but not the business hash."""
+        from datetime import datetime, timezone
+
+        from simworld.models import Message
+
+        s = _snap().state()
+        t = s.put(Message("m1", "cus_001", "hi", "body", datetime(2026, 1, 1, tzinfo=timezone.utc)))
+        assert t.business_hash == s.business_hash and t.hash != s.hash
+
+
+class TestSharing:
+    def test_reset_shares_the_base(self) -> None:
+        """Every state of a snapshot shares one base: nothing is copied or re-parsed per episode."""
+        loader = SnapshotLoader()
+        snap = loader.load(SMALL)
+        assert loader.load(SMALL) is snap
+        s1, s2 = snap.state(), snap.state()
+        assert s1.base is s2.base and s1.overlay == {} and s2.overlay == {}
+
+    def test_put_copies_only_the_overlay(self) -> None:
+        """A write leaves the earlier state unchanged and the base untouched."""
+        s = _snap().state()
+        a = s.get("customers", "cus_001")
+        t = s.put(attrs.evolve(a, notes="n"))
+        assert s.get("customers", "cus_001").notes == a.notes
+        assert t.get("customers", "cus_001").notes == "n"
+        assert t.base is s.base and len(t.overlay) == 1
+
+
+class TestSnapshotRoundTrip:
+    def test_dump_is_canonical(self) -> None:
+        """Loading small.json and dumping it again gives the same bytes."""
+        snap = _snap()
+        assert dump_snapshot(snap.state(), snap.clock, snap.policy) == SMALL.read_bytes()
+
+    def test_malformed_snapshot_names_the_problem(self, tmp_path: Path) -> None:
+        """A snapshot with an unknown key fails at load naming the file, the record and the key."""
+        import orjson
+        import pytest
+
+        from simworld.errors import SnapshotError
+
+        data = orjson.loads(SMALL.read_bytes())
+        data["customers"][0]["shoe_size"] = 9
+        bad = tmp_path / "bad.json"
+        bad.write_bytes(orjson.dumps(data))
+        with pytest.raises(SnapshotError, match=r"bad.json: customers\[0\].*shoe_size"):
+            SnapshotLoader().load(bad)
