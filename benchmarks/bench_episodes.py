@@ -1,0 +1,91 @@
+"""Episodes per second for the reference agent over the bundled suite, and reset cost against world size.
+
+Run: python benchmarks/bench_episodes.py [--seeds N]
+
+Prints three figures measured in one process:
+- graded episodes/s: what `simworld run` does per episode (play the agent, replay every solution
+  to get the valid end states, grade);
+- bare episodes/s: reset + the agent's calls + seal, no grading;
+- reset time on the small snapshot and on the same world grown ~100x in memory, and their ratio
+  (a reset that copied or re-parsed the world would grow with it; this one should not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import attrs
+
+from simworld.agents import build_agent_factory
+from simworld.episode import Environment
+from simworld.runner import play, run_suite
+from simworld.scenario import load_suite
+from simworld.snapshot import Snapshot
+from simworld.state import Base
+
+
+def grown(snapshot: Snapshot, factor: int) -> Snapshot:
+    """The snapshot with every table copied ``factor`` times under new ids and foreign keys."""
+    tables = {}
+    for table, records in snapshot.base.tables.items():
+        out = dict(records)
+        for k in range(1, factor):
+            for rid, rec in records.items():
+                new_id = f"{rid}~{k}"
+                keys = {f: f"{getattr(rec, f)}~{k}" for f in ("customer_id", "policy_id", "plan_id")
+                        if hasattr(rec, f) and getattr(rec, f)}
+                out[new_id] = attrs.evolve(rec, id=new_id, **keys)
+        tables[table] = out
+    return attrs.evolve(snapshot, base=Base.build(tables))
+
+
+def time_resets(scenario, n: int) -> float:
+    samples = []
+    for seed in range(n):
+        env = Environment(scenario, seed)
+        t = time.perf_counter()
+        env.reset()
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=30)
+    args = ap.parse_args()
+    scenarios = load_suite()
+    factory = build_agent_factory("reference")
+    seeds = list(range(args.seeds))
+    n = len(scenarios) * len(seeds)
+
+    run_suite(scenarios, seeds[:2], "reference", factory, None)  # warm caches
+    t = time.perf_counter()
+    result = run_suite(scenarios, seeds, "reference", factory, None)
+    graded = n / (time.perf_counter() - t)
+    assert all(r["passed"] for r in result.results), "the reference agent must pass every episode"
+
+    t = time.perf_counter()
+    for sc in scenarios:
+        for seed in seeds:
+            play(Environment(sc, seed, agent_name="reference"), factory)
+    bare = n / (time.perf_counter() - t)
+
+    sc = scenarios[0]
+    big = attrs.evolve(sc, snapshot=grown(sc.snapshot, 100))
+    records = sum(len(r) for r in sc.snapshot.base.tables.values())
+    big_records = sum(len(r) for r in big.snapshot.base.tables.values())
+    small_reset = time_resets(sc, 200)
+    big_reset = time_resets(big, 200)
+
+    print(f"scenarios={len(scenarios)} seeds={len(seeds)} episodes={n}")
+    print(f"graded episodes/s (run + solution replays + grading): {graded:8.1f}")
+    print(f"bare episodes/s (reset + calls + seal):                {bare:8.1f}")
+    print(f"reset median, {records} records:    {small_reset * 1e6:8.1f} us")
+    print(f"reset median, {big_records} records: {big_reset * 1e6:8.1f} us")
+    print(f"reset ratio large/small: {big_reset / small_reset:.2f} (world is {big_records / records:.0f}x larger)")
+
+
+if __name__ == "__main__":
+    main()
