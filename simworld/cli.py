@@ -49,7 +49,8 @@ def run(
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
     agent: Annotated[str, typer.Option(help="reference, noop, random, scripted:PATH or python:MODULE:ATTR.")]
     = "reference",
-    out: Annotated[Path, typer.Option(help="Directory for results.jsonl, events/ and run.json.")] = Path("simworld-out"),
+    out: Annotated[Path, typer.Option(help="Directory for results.jsonl, events/ and run.json.")]
+    = Path("simworld-out"),
 ) -> None:
     """Run an agent over the suite at one seed; write results, event logs and run metadata."""
     from simworld.agents import build_agent_factory

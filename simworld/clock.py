@@ -13,7 +13,7 @@ reach.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
@@ -48,12 +48,12 @@ def parse_instant(value: str) -> datetime:
         raise SimworldError(f"Expected an ISO instant such as '2026-03-01T09:00:00Z' but got {value!r}.") from None
     if parsed.tzinfo is None:
         raise SimworldError(f"Instant {value!r} has no time zone; write it in UTC with a trailing 'Z'.")
-    return parsed.astimezone(timezone.utc)
+    return parsed.astimezone(UTC)
 
 
 def format_instant(value: datetime) -> str:
     """Format an aware datetime as UTC ISO with millisecond precision and ``Z``."""
-    utc = value.astimezone(timezone.utc)
+    utc = value.astimezone(UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
@@ -99,7 +99,7 @@ class TimeGuard:
     _active: TimeGuard | None = None
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._start = start or datetime(2000, 1, 1, tzinfo=timezone.utc)
+        self._start = start or datetime(2000, 1, 1, tzinfo=UTC)
         self._freezer: Any = None
         self._factory: Any = None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Collection
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -119,7 +119,7 @@ def local_date(instant: datetime, zone: str) -> date:
     except (ZoneInfoNotFoundError, ValueError, TypeError):
         raise DateError(f"Unknown time zone {zone!r}; expected an IANA name such as 'Europe/London'.") from None
     if instant.tzinfo is None:
-        instant = instant.replace(tzinfo=timezone.utc)
+        instant = instant.replace(tzinfo=UTC)
     return instant.astimezone(tz).date()
 
 

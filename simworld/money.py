@@ -233,7 +233,8 @@ def allocate_ratios(total: Money, ratios: Sequence[int | Decimal | Fraction]) ->
     shares = []
     for i, r in enumerate(ratios):
         if isinstance(r, bool) or not isinstance(r, (int, Decimal, Fraction)):
-            raise MoneyError(f"Expected ratios[{i}] as int, Decimal or Fraction but got {r!r} (type={type(r).__name__}).")
+            raise MoneyError(f"Expected ratios[{i}] as int, Decimal or Fraction but got {r!r} "
+                             f"(type={type(r).__name__}).")
         if isinstance(r, Decimal) and not r.is_finite():
             raise MoneyError(f"Expected ratios[{i}] as a finite number but got {r!r}.")
         f = Fraction(r)

@@ -53,7 +53,7 @@ def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None =
     hashes = []
     for i, steps in enumerate(scenario.solutions):
         env = Environment(scenario, seed, agent_name=f"solution-{i}", guard=guard)
-        episode = play(env, lambda sc, s, v, steps=steps: StepsAgent(steps, v, f"{sc.id}/solution-{i}"))
+        episode = play(env, lambda sc, s, v, steps=steps, i=i: StepsAgent(steps, v, f"{sc.id}/solution-{i}"))
         if episode.error or episode.outcome is None:
             raise RuntimeError(f"{scenario.path}: solution {i} does not play at seed {seed}: "
                                f"{episode.error or episode.stop_reason}")

@@ -216,7 +216,8 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None) -> Scen
             raise _fail(task_path, f"target.{key}={target[key]!r} is not in snapshot {snap_ref!r}.")
     for cur in spec.get("currencies", []):
         if cur not in snapshot.policy.rates:
-            raise _fail(task_path, f"perturb.currencies has {cur!r}; known: {', '.join(sorted(snapshot.policy.rates))}.")
+            known = ", ".join(sorted(snapshot.policy.rates))
+            raise _fail(task_path, f"perturb.currencies has {cur!r}; known: {known}.")
 
     prompt_path = directory / "prompt.md"
     if prompt_path.exists():

@@ -113,7 +113,8 @@ class State:
         """Records of ``table`` whose ``field`` equals ``key``, through the load-time index."""
         ids = list(self.base.indexes[(table, field)].get(key, ()))
         base = self.base.tables[table]
-        ids += [rid for (t, rid), rec in self.overlay.items() if t == table and rid not in base and getattr(rec, field) == key]
+        ids += [rid for (t, rid), rec in self.overlay.items()
+                if t == table and rid not in base and getattr(rec, field) == key]
         return [self.get(table, rid) for rid in ids]
 
     def put(self, record: Any) -> State:

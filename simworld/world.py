@@ -75,7 +75,8 @@ class World:
         plan = self.plan(plan_id)
         policy = self.plan_policy(plan)
         if policy.status == "cancelled":
-            raise PolicyDenied(f"Policy {policy.id!r} is cancelled; its plan accepts no changes (rule cancelled_frozen).")
+            raise PolicyDenied(f"Policy {policy.id!r} is cancelled; its plan accepts no changes "
+                               "(rule cancelled_frozen).")
         return plan, policy
 
     def money(self, value: Any, currency: str, name: str) -> Money:

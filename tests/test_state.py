@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from pathlib import Path
 
 import attrs
@@ -58,12 +59,12 @@ class TestHash:
 
     def test_comms_do_not_change_business_hash(self) -> None:
         """A message changes the state hash but not the business hash."""
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         from simworld.models import Message
 
         s = _snap().state()
-        t = s.put(Message("m1", "cus_001", "hi", "body", datetime(2026, 1, 1, tzinfo=timezone.utc)))
+        t = s.put(Message("m1", "cus_001", "hi", "body", datetime(2026, 1, 1, tzinfo=UTC)))
         assert t.business_hash == s.business_hash and t.hash != s.hash
 
 

@@ -13,7 +13,7 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, NewType, TypedDict, get_args, get_origin
+from typing import Any, Literal, NewType, get_args, get_origin
 
 import attrs
 

@@ -32,7 +32,8 @@ class ScheduleItem(TypedDict):
 
 
 def _instalment(plan_id: str, seq: int, due: Any, amount: Money) -> Instalment:
-    return Instalment(f"{plan_id}-{seq}", seq, due, amount, Money.zero(amount.currency), "planned", roll(due, "following"))
+    zero = Money.zero(amount.currency)
+    return Instalment(f"{plan_id}-{seq}", seq, due, amount, zero, "planned", roll(due, "following"))
 
 
 @tool(Kind.WRITE, latency=1.0)
@@ -116,7 +117,8 @@ def defer_instalment(world: World, plan_id: str, seq: int, mode: Literal["end", 
         raise ToolArgumentError(f"defer_instalment: instalment seq={seq} is {target.status}; only unpaid ones defer.")
     later = [i for i in unpaid(plan) if i.seq > seq]
     if not later:
-        raise ToolArgumentError(f"defer_instalment: instalment seq={seq} is the last unpaid one; nothing to defer onto.")
+        raise ToolArgumentError(f"defer_instalment: instalment seq={seq} is the last unpaid one; "
+                                "nothing to defer onto.")
     targets = later[-1:] if mode == "end" else later
     shares = allocate(target.amount, len(targets), "first" if plan.remainder == "first" else "last")
     bumped = {i.seq: attrs.evolve(i, amount=i.amount + s) for i, s in zip(targets, shares, strict=True)}
