@@ -27,7 +27,8 @@ from simworld.episode import Observation
 from simworld.errors import AgentSpecError, ScenarioError
 from simworld.scenario import Scenario, Step, read_steps, resolve_args
 
-__all__ = ["Agent", "AgentFactory", "NoopAgent", "RandomAgent", "StepsAgent", "build_agent_factory"]
+__all__ = ["Agent", "AgentFactory", "NoopAgent", "RandomAgent", "StepsAgent", "build_agent_factory",
+           "steps_factory"]
 
 
 class Agent(Protocol):
@@ -60,6 +61,11 @@ class StepsAgent:
         step = self.steps[i]
         args = resolve_args(step.args, self.variables, self.results, f"{self.where} step {i}")
         return {"tool": step.tool, "args": args}
+
+
+def steps_factory(steps: Sequence[Step], where: str) -> AgentFactory:
+    """A factory of agents that play ``steps`` (a solution or a script)."""
+    return lambda sc, seed, variables: StepsAgent(steps, variables, f"{sc.id}/{where}")
 
 
 class NoopAgent:
@@ -143,7 +149,7 @@ def _import(target: str, spec: str) -> Any:
 def build_agent_factory(spec: str) -> AgentFactory:
     """Turn an ``--agent`` spec into a factory of fresh agents, failing now on a bad spec."""
     if spec == "reference":
-        return lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/solution")
+        return lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/solution-0")
     if spec == "noop":
         return lambda sc, seed, v: NoopAgent()
     if spec == "random":
@@ -154,7 +160,7 @@ def build_agent_factory(spec: str) -> AgentFactory:
             steps = read_steps(Path(rest))
         except ScenarioError as exc:
             raise AgentSpecError(f"--agent {spec!r}: {exc}") from None
-        return lambda sc, seed, v: StepsAgent(steps, v, rest)
+        return steps_factory(steps, rest)
     if kind == "python" and rest:
         obj = _import(rest, spec)
         if isinstance(obj, type):

@@ -8,6 +8,8 @@ is one, the fix.
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class SimworldError(Exception):
     """Root of every error simworld raises on purpose."""
@@ -43,13 +45,12 @@ class ToolError(SimworldError):
     These never escape the episode loop: they become the call's result.
     """
 
-    status = "error"
+    status: Literal["error", "denied"] = "error"
 
 
 class ToolArgumentError(ToolError, ValueError):
     """The agent passed a bad argument; the call had no effect."""
 
-    status = "error"
 
 
 class PolicyDenied(ToolError, PermissionError):

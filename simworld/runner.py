@@ -18,9 +18,10 @@ from typing import Any
 import attrs
 import orjson
 
-from simworld.agents import AgentFactory, StepsAgent
+from simworld.agents import AgentFactory, steps_factory
 from simworld.clock import TimeGuard, wall_monotonic, wall_time
 from simworld.episode import Environment, Episode
+from simworld.errors import ScenarioError
 from simworld.events import write_events
 from simworld.scenario import Scenario
 from simworld.state import canonical_bytes
@@ -53,10 +54,10 @@ def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None =
     hashes = []
     for i, steps in enumerate(scenario.solutions):
         env = Environment(scenario, seed, agent_name=f"solution-{i}", guard=guard)
-        episode = play(env, lambda sc, s, v, steps=steps, i=i: StepsAgent(steps, v, f"{sc.id}/solution-{i}"))
+        episode = play(env, steps_factory(steps, f"solution-{i}"))
         if episode.error or episode.outcome is None:
-            raise RuntimeError(f"{scenario.path}: solution {i} does not play at seed {seed}: "
-                               f"{episode.error or episode.stop_reason}")
+            raise ScenarioError(f"{scenario.path}: solution {i} does not play at seed {seed}: "
+                                f"{episode.error or episode.stop_reason}")
         hashes.append(episode.final_state.business_hash)
     return hashes
 

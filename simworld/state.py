@@ -87,7 +87,7 @@ class State:
         """The state of ``base`` itself, with no changes."""
         return cls(base, {}, base.business_sum, base.comms_sum)
 
-    def get(self, table: str, rid: str) -> Any | None:
+    def get(self, table: str, rid: str) -> Any:
         """The record ``rid`` of ``table``, or None."""
         key = (table, rid)
         if key in self.overlay:

@@ -19,7 +19,7 @@ import orjson
 from simworld.clock import SimClock
 from simworld.dates import local_date
 from simworld.errors import PolicyDenied, ToolArgumentError, ToolError
-from simworld.events import Event
+from simworld.events import Event, Status
 from simworld.models import Customer, Fee, Plan, Policy
 from simworld.money import Money
 from simworld.policy import PolicyStore
@@ -68,7 +68,8 @@ class World:
 
     def plan_policy(self, plan: Plan) -> Policy:
         """The policy a plan belongs to."""
-        return self.state.get("policies", plan.policy_id)  # type: ignore[no-any-return]
+        policy: Policy = self.state.get("policies", plan.policy_id)
+        return policy
 
     def writable_plan(self, plan_id: str) -> tuple[Plan, Policy]:
         """A plan and its policy, denied if the policy is cancelled (a system rule)."""
@@ -125,7 +126,7 @@ class World:
             try:
                 kwargs = tool.bind(args_json)
                 result = tool.fn(self, **kwargs)
-                status = "ok"
+                status: Status = "ok"
             except ToolError as exc:
                 self.state = before
                 result, status = {"error": str(exc)}, exc.status

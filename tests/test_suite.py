@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from simworld.agents import StepsAgent, build_agent_factory
+from simworld.agents import build_agent_factory, steps_factory
 from simworld.episode import Environment
 from simworld.money import exponent
 from simworld.runner import grade, play, solution_end_states
@@ -42,8 +42,7 @@ class TestEveryScenario:
         for seed in SEEDS:
             expected = solution_end_states(scenario, seed)
             for i, steps in enumerate(scenario.solutions):
-                episode = play(Environment(scenario, seed, agent_name=f"solution-{i}"),
-                               lambda sc, s, v, steps=steps: StepsAgent(steps, v, "solution"))
+                episode = play(Environment(scenario, seed, agent_name=f"solution-{i}"), steps_factory(steps, "t"))
                 result = grade(scenario, episode, expected)
                 assert result["passed"], (seed, i, result["checks"])
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from simworld.dates import parse_date, schedule_dates
 from simworld.errors import DateError, ToolArgumentError
 from simworld.models import LOCKED, UNPAID, Plan, Policy, to_json
-from simworld.money import Money, allocate
+from simworld.money import Money, Remainder, allocate
 from simworld.tools._registry import Amount, IsoDate, Kind, tool
 from simworld.world import World
 
@@ -189,7 +189,7 @@ def quote_premium_change(world: World, policy_id: str, new_annual_premium: Amoun
     owed = unpaid(plan)
     balance = unpaid_balance(plan)
     new_balance = balance + delta
-    remainder = "first" if plan.remainder == "first" else "last"
+    remainder: Remainder = "first" if plan.remainder == "first" else "last"
     credit = Money.zero(plan.currency)
     if new_balance.minor < 0:
         schedule: list[dict[str, str]] = []

@@ -9,13 +9,24 @@ idempotency key), so the same work yields the same state however it was reached.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any, Literal, TypedDict
 
 import attrs
 
 from simworld.dates import due_date, roll
 from simworld.errors import PolicyDenied, ToolArgumentError
-from simworld.models import LOCKED, UNPAID, Credit, Instalment, Message, Payment, PremiumChange, to_json
+from simworld.models import (
+    LOCKED,
+    UNPAID,
+    Credit,
+    Instalment,
+    InstalmentStatus,
+    Message,
+    Payment,
+    PremiumChange,
+    to_json,
+)
 from simworld.money import Money, allocate
 from simworld.tools._read import date_arg, plan_view, unpaid
 from simworld.tools._registry import Amount, IsoDate, Kind, tool
@@ -50,7 +61,7 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem]) ->
     plan, _policy = world.writable_plan(plan_id)
     if not 1 <= len(instalments) <= 60:
         raise ToolArgumentError(f"set_schedule: give between 1 and 60 instalments but got {len(instalments)}.")
-    rows = []
+    rows: list[tuple[date, Money]] = []
     for i, item in enumerate(instalments):
         due = date_arg(item["due_date"], f"instalments[{i}].due_date")
         amount = world.money(item["amount"], plan.currency, f"instalments[{i}].amount")
@@ -193,7 +204,7 @@ def apply_payment(world: World, plan_id: str, amount: Amount, idempotency_key: s
             break
         take = min(left, inst.amount - inst.paid_amount)
         now_paid = inst.paid_amount + take
-        status = "paid" if now_paid == inst.amount else "partially_paid"
+        status: InstalmentStatus = "paid" if now_paid == inst.amount else "partially_paid"
         paid[inst.seq] = attrs.evolve(inst, paid_amount=now_paid, status=status)
         allocations.append((inst.seq, take))
         left = left - take
