@@ -16,7 +16,7 @@ and the scenario's ``params``, drawn from the same generator.
 from __future__ import annotations
 
 import random
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -88,9 +88,14 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
                                         paid_amount=paid_amount))
     paid_by_seq = {i.seq: i.paid_amount for i in instalments}
     new_plan = attrs.evolve(plan, currency=currency, anchor_day=anchor, instalments=tuple(instalments))
-    new_policy = attrs.evolve(policy, currency=currency, annual_premium=premium,
-                              term_start=shift_years(policy.term_start, years),
-                              term_end=shift_years(policy.term_end, years))
+    term_start = shift_years(policy.term_start, years)
+    if policy.term_end + timedelta(days=1) == shift_years(policy.term_start, 1):
+        # An annual term ends the day before its anniversary, leap day or not.
+        term_end = shift_years(term_start, 1) - timedelta(days=1)
+    else:
+        term_end = shift_years(policy.term_end, years)
+    new_policy = attrs.evolve(policy, currency=currency, annual_premium=premium, term_start=term_start,
+                              term_end=term_end)
     state = state.put(new_policy).put(new_plan)
     for fee in fees:
         amount = policy_store.convert(fee.amount, currency) if currency != fee.currency else fee.amount

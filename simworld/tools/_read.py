@@ -8,7 +8,7 @@ from typing import Any, Literal
 from simworld.dates import parse_date, schedule_dates
 from simworld.errors import DateError, ToolArgumentError
 from simworld.models import LOCKED, UNPAID, Plan, Policy, to_json
-from simworld.money import Money, Remainder, allocate
+from simworld.money import Money, allocate
 from simworld.tools._registry import Amount, IsoDate, Kind, tool
 from simworld.world import World
 
@@ -162,8 +162,8 @@ def quote_split(world: World, plan_id: str, count: int, remainder: Literal["firs
 
 
 @tool(Kind.READ, latency=0.4)
-def quote_premium_change(world: World, policy_id: str, new_annual_premium: Amount,
-                         effective_date: IsoDate) -> dict[str, Any]:
+def quote_premium_change(world: World, policy_id: str, new_annual_premium: Amount, effective_date: IsoDate,
+                         remainder: Literal["first", "last"] = "last") -> dict[str, Any]:
     """Quote a mid-term premium change: the pro-rata delta and a correct new schedule for the unpaid instalments.
 
     The delta is (new - old) x days from the effective date to the term end / 365, rounded
@@ -174,6 +174,7 @@ def quote_premium_change(world: World, policy_id: str, new_annual_premium: Amoun
         policy_id: The policy's id.
         new_annual_premium: The new annual premium, e.g. '1320.00'.
         effective_date: The date the new premium takes effect, YYYY-MM-DD, within the term.
+        remainder: Which unpaid instalment takes the delta's leftover minor unit: 'first' or 'last'.
     """
     policy = world.policy_record(policy_id)
     new = world.money(new_annual_premium, policy.currency, "new_annual_premium")
@@ -189,7 +190,6 @@ def quote_premium_change(world: World, policy_id: str, new_annual_premium: Amoun
     owed = unpaid(plan)
     balance = unpaid_balance(plan)
     new_balance = balance + delta
-    remainder: Remainder = "first" if plan.remainder == "first" else "last"
     credit = Money.zero(plan.currency)
     if new_balance.minor < 0:
         schedule: list[dict[str, str]] = []
