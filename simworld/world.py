@@ -141,8 +141,26 @@ class World:
 
 
 def _jsonable(value: Any) -> Any:
-    """Round-trip through canonical JSON so what is recorded is exactly what replays."""
+    """Round-trip through canonical JSON so what is recorded is exactly what replays.
+
+    Integers beyond 64 bits (valid JSON, but not for orjson) are kept as their decimal
+    text, so an absurd amount reaches the tool and is refused there, by name.
+    """
     try:
         return orjson.loads(orjson.dumps(value))
     except TypeError:
-        return repr(value)
+        widened = _widen(value)
+        try:
+            return orjson.loads(orjson.dumps(widened))
+        except TypeError:
+            return repr(value)
+
+
+def _widen(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _widen(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_widen(v) for v in value]
+    return value

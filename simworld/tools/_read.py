@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from simworld.dates import parse_date, schedule_dates
 from simworld.errors import DateError, ToolArgumentError
-from simworld.models import LOCKED, UNPAID, Plan, Policy, to_json
+from simworld.models import UNPAID, Plan, Policy, to_json
 from simworld.money import Money, allocate
 from simworld.tools._registry import Amount, IsoDate, Kind, tool
 from simworld.world import World
@@ -40,14 +40,28 @@ def plan_view(plan: Plan) -> dict[str, Any]:
     return view
 
 
+def received(world: World, policy: Policy) -> Money:
+    """Money received on the policy: paid on its instalments plus unapplied credit on its plans."""
+    total = Money.zero(policy.currency)
+    for plan in world.state.children("plans", "policy_id", policy.id):
+        total = sum((i.paid_amount for i in plan.instalments), total)
+        total = sum((c.amount for c in world.state.children("credits", "plan_id", plan.id)), total)
+    return total
+
+
 def round_once(value: Decimal, currency_exponent: int) -> int:
     """Round an exact Decimal amount to whole minor units, half to even, once."""
     return int(value.scaleb(currency_exponent).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
 
 
 def pro_rata_delta(policy: Policy, new_premium: Money, effective: Any) -> tuple[Money, int]:
-    """The premium change for the rest of the term, act/365 fixed, rounded once."""
-    days = (policy.term_end - effective).days
+    """The premium change for the rest of the term, act/365 fixed, rounded once.
+
+    The term end is the last day covered, so the days run from the effective date
+    through the term end inclusive (a change effective on the term start covers the
+    whole term, as a cancellation on the term start earns nothing).
+    """
+    days = (policy.term_end - effective).days + 1
     exact = (new_premium.to_decimal() - policy.annual_premium.to_decimal()) * Decimal(days) / Decimal(365)
     return Money(round_once(exact, new_premium.exponent), policy.currency), days
 
@@ -166,7 +180,7 @@ def quote_premium_change(world: World, policy_id: str, new_annual_premium: Amoun
                          remainder: Literal["first", "last"] = "last") -> dict[str, Any]:
     """Quote a mid-term premium change: the pro-rata delta and a correct new schedule for the unpaid instalments.
 
-    The delta is (new - old) x days from the effective date to the term end / 365, rounded
+    The delta is (new - old) x days from the effective date through the term end / 365, rounded
     once, then allocated over the unpaid instalments, each keeping its due date. If the
     unpaid balance would go negative, the quote empties the schedule and returns a credit.
 
@@ -219,8 +233,9 @@ def quote_premium_change(world: World, policy_id: str, new_annual_premium: Amoun
 def quote_cancellation(world: World, policy_id: str, cancel_date: IsoDate) -> dict[str, Any]:
     """Quote a cancellation: premium earned to the cancel date (act/365 fixed, rounded once) and the refund due.
 
-    Earned plus unearned is the premium exactly; the refund is what was paid beyond the
-    earned premium, never negative and never more than was paid.
+    Earned plus unearned is the premium exactly; the refund is what was received (paid on
+    instalments plus unapplied credit) beyond the earned premium, never negative and never
+    more than was received.
 
     Args:
         policy_id: The policy's id.
@@ -235,9 +250,7 @@ def quote_cancellation(world: World, policy_id: str, cancel_date: IsoDate) -> di
     days = (when - policy.term_start).days
     earned_minor = round_once(premium.to_decimal() * Decimal(days) / Decimal(365), premium.exponent)
     earned = Money(min(max(earned_minor, 0), premium.minor), premium.currency)
-    paid = Money.zero(policy.currency)
-    for plan in world.state.children("plans", "policy_id", policy.id):
-        paid = sum((i.paid_amount for i in plan.instalments if i.status in LOCKED), paid)
+    paid = received(world, policy)
     refund = max(paid - earned, Money.zero(policy.currency))
     return {"policy_id": policy.id, "currency": policy.currency, "days_elapsed": days, "earned": str(earned),
             "unearned": str(premium - earned), "paid": str(paid), "refund": str(refund)}

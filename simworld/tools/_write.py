@@ -28,7 +28,7 @@ from simworld.models import (
     to_json,
 )
 from simworld.money import Money, allocate
-from simworld.tools._read import date_arg, plan_view, unpaid
+from simworld.tools._read import date_arg, plan_view, received, unpaid
 from simworld.tools._registry import Amount, IsoDate, Kind, tool
 from simworld.world import World
 
@@ -227,6 +227,7 @@ def waive_fee(world: World, fee_id: str, reason: str) -> dict[str, Any]:
         reason: Why it is waived, as it will appear on the account.
     """
     fee = world.fee(fee_id)
+    world.writable_plan(fee.plan_id)
     if fee.status != "open":
         raise PolicyDenied(f"waive_fee: fee {fee.id!r} is {fee.status}; only an open fee can be waived.")
     if not reason.strip():
@@ -255,11 +256,9 @@ def cancel_policy(world: World, policy_id: str, cancel_date: IsoDate, refund_amo
     if refund.minor < 0:
         raise ToolArgumentError(f"cancel_policy: refund_amount={refund_amount!r} is negative.")
     plans = world.state.children("plans", "policy_id", policy.id)
-    received = Money.zero(policy.currency)
-    for plan in plans:
-        received = sum((i.paid_amount for i in plan.instalments), received)
-    if refund > received:
-        raise PolicyDenied(f"cancel_policy: refund {refund} exceeds the {received} received on the policy.")
+    paid_in = received(world, policy)
+    if refund > paid_in:
+        raise PolicyDenied(f"cancel_policy: refund {refund} exceeds the {paid_in} received on the policy.")
     for plan in plans:
         insts = tuple(attrs.evolve(i, status="cancelled") if i.status in UNPAID and i.due_date > when else i
                       for i in plan.instalments)
