@@ -10,11 +10,13 @@ seconds, read from a clock freezegun does not patch), and seals a read-only
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
 import attrs
+import orjson
 
 from simworld.clock import SimClock, TimeGuard, wall_monotonic
 from simworld.events import Event, events_hash
@@ -37,7 +39,7 @@ class Observation:
 
     request: str
     policy: str
-    tools: tuple[Mapping[str, Any], ...]
+    tools: tuple[dict[str, Any], ...]
     step: int
     now: str
     last_tool: str | None = None
@@ -46,7 +48,7 @@ class Observation:
 
     def to_json(self) -> dict[str, Any]:
         """The observation as JSON values (for subprocess agents and logs)."""
-        return {"request": self.request, "policy": self.policy, "tools": [dict(t) for t in self.tools],
+        return {"request": self.request, "policy": self.policy, "tools": list(self.tools),
                 "step": self.step, "now": self.now, "last_tool": self.last_tool, "last_status": self.last_status,
                 "last_result": self.last_result}
 
@@ -81,6 +83,12 @@ class Episode:
         return self.final_state.hash
 
 
+@functools.lru_cache(maxsize=64)
+def _schema_bytes(names: tuple[str, ...]) -> bytes:
+    """The JSON schemas of the named tools, serialised once per tool list."""
+    return orjson.dumps([TOOLS[n].schema() for n in names])
+
+
 class Environment:
     """One scenario at one seed, stepped by the caller (RL loops, notebooks) or by the runner.
 
@@ -108,7 +116,8 @@ class Environment:
         self.variables = MappingProxyType(dict(inst.vars))
         self.request = self.scenario.request(inst.vars)
         self.policy_text = self.scenario.snapshot.policy.render(inst.vars["currency"])
-        self.tool_schemas = tuple(MappingProxyType(t.schema()) for t in tools.values())
+        # A fresh copy per episode: plain JSON values an agent may serialise (or even mutate) freely.
+        self.tool_schemas = tuple(orjson.loads(_schema_bytes(self.scenario.tools)))
         self._steps = 0
         self._tokens = {"input_tokens": 0, "output_tokens": 0}
         self._stop: StopReason | None = None
@@ -164,10 +173,6 @@ class Environment:
         """Record that the agent crashed; the episode ends and is kept as errored."""
         self._stop = "agent_error"
         self._error = error
-
-    def timed_out(self) -> bool:
-        """Whether the episode's real-time budget is spent."""
-        return wall_monotonic() - self._began > self.scenario.timeout_s
 
     def episode(self) -> Episode:
         """Seal the episode: initial and final state, every event, outcome and counters."""

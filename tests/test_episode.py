@@ -46,6 +46,15 @@ class TestObservation:
         assert obs.step == 0 and obs.last_result is None
         assert obs.now.endswith("Z")
 
+    def test_tools_are_plain_json_and_private(self, scenario) -> None:
+        """The tool schemas serialise with the json module, and an agent mutating them affects no other episode."""
+        import json
+
+        first = make(scenario, 0).reset()
+        assert json.loads(json.dumps(first.tools)) == list(first.tools)
+        first.tools[0]["name"] = "hacked"
+        assert make(scenario, 0).reset().tools[0]["name"] != "hacked"
+
     def test_last_result_is_the_previous_call(self, scenario) -> None:
         """After a call the observation carries that call's tool, status and result."""
         env = make(scenario, 0)
