@@ -34,6 +34,16 @@ class TestReplay:
             footer = orjson.loads(f.read_bytes().splitlines()[-1])
             assert report.final_state_hash == footer["final_state_hash"]
 
+    def test_random_agent_runs_replay(self, tmp_path: Path) -> None:
+        """Event logs of seeded random agents (writes, errors and denials mixed) replay to their final hashes."""
+        scenarios = load_suite()
+        run_suite(scenarios, [0, 1, 2], "random", build_agent_factory("random"), tmp_path)
+        by_id = {s.id: s for s in scenarios}
+        applied = 0
+        for f in sorted((tmp_path / "events").iterdir()):
+            applied += replay(f, by_id).applied
+        assert applied > 0
+
     def test_tampered_write_is_caught(self, run_dir: Path, tmp_path: Path) -> None:
         """Changing a recorded write's amount makes replay fail at that event."""
         f = run_dir / "events" / "split-balance-three-ways__seed-11.jsonl"
