@@ -14,8 +14,13 @@ import typer
 
 from simworld.errors import SimworldError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="A deterministic simulated billing world for evaluating and training agents.")
+
+
+# click's UsageError (bad option, bad value, unknown command), found through the one subclass typer
+# exports publicly, so this works whether typer vendors click or depends on it.
+_UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -108,8 +113,21 @@ def replay(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: usage errors are one line on stderr and exit status 2."""
+    try:
+        code = app(standalone_mode=False)
+    except _UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `simworld`: the help, not an error
+            typer.echo(exc.format_message())
+            sys.exit(0)
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else "simworld"
+        typer.echo(f"simworld: error: {exc.format_message()} (see '{where} --help')", err=True)
+        sys.exit(2)
+    except typer.Abort:
+        typer.echo("simworld: aborted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

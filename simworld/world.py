@@ -12,6 +12,7 @@ tool and propagates.
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -143,8 +144,9 @@ class World:
 def _jsonable(value: Any) -> Any:
     """Round-trip through canonical JSON so what is recorded is exactly what replays.
 
-    Integers beyond 64 bits (valid JSON, but not for orjson) are kept as their decimal
-    text, so an absurd amount reaches the tool and is refused there, by name.
+    Integers beyond 64 bits (valid JSON, but not for orjson) and a Python agent's
+    ``Decimal`` amounts are kept as their decimal text, so they reach the tool exactly
+    (and an absurd amount is refused there, by name).
     """
     try:
         return orjson.loads(orjson.dumps(value))
@@ -157,6 +159,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _widen(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
     if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
         return str(value)
     if isinstance(value, dict):

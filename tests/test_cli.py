@@ -96,9 +96,21 @@ class TestErrors:
         assert "'nope'" in err and "split-balance-three-ways" in err
 
     def test_bad_flag(self) -> None:
-        """A flag that does not exist is a usage error, not a traceback."""
+        """A flag that does not exist is one line naming it and the options there are."""
         err = self._one_line(simworld("run", "--sed", "3"))
-        assert "--sed" in err
+        assert "--sed" in err and "--seed" in err and err.count("\n") == 1
+
+    def test_bad_value_and_command(self) -> None:
+        """A bad option value or an unknown command is one line, exit 2."""
+        err = self._one_line(simworld("run", "--seed", "abc"))
+        assert "--seed" in err and err.count("\n") == 1
+        err = self._one_line(simworld("frobnicate"))
+        assert "frobnicate" in err and err.count("\n") == 1
+
+    def test_bare_command_prints_help(self) -> None:
+        """`simworld` alone prints the help and exits 0."""
+        done = simworld()
+        assert done.returncode == 0 and "Commands:" in done.stdout and done.stderr == ""
 
     def test_missing_python_agent(self, tmp_path: Path) -> None:
         """python:MODULE:ATTR naming a missing module is one line naming it."""

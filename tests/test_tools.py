@@ -799,6 +799,14 @@ class TestApplyPayment:
         assert isinstance(event.args, dict)
         assert "amount" in event.result["error"] and "JSON object" not in event.result["error"]
 
+    def test_decimal_amount_from_a_python_agent(self, world: World) -> None:
+        """A Python agent's Decimal amount is taken through its decimal text, exactly."""
+        from decimal import Decimal
+
+        event = ok(world, "apply_payment", {"plan_id": "pln_001", "amount": Decimal("125.00"),
+                                            "idempotency_key": "dec"})
+        assert event.args["amount"] == "125.00" and event.result["payment"]["amount"] == "125.00"
+
 
 class TestWaiveFee:
     def test_waives_an_open_fee(self, world: World) -> None:
