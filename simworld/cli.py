@@ -20,7 +20,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 # click's UsageError (bad option, bad value, unknown command), found through the one subclass typer
 # exports publicly, so this works whether typer vendors click or depends on it.
-_UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_UsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -118,11 +118,12 @@ def main() -> None:
         code = app(standalone_mode=False)
     except _UsageError as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `simworld`: the help, not an error
-            typer.echo(exc.format_message())
+            typer.echo(exc.format_message())  # type: ignore[attr-defined]
             sys.exit(0)
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None else "simworld"
-        typer.echo(f"simworld: error: {exc.format_message()} (see '{where} --help')", err=True)
+        message = exc.format_message()  # type: ignore[attr-defined]
+        typer.echo(f"simworld: error: {message} (see '{where} --help')", err=True)
         sys.exit(2)
     except typer.Abort:
         typer.echo("simworld: aborted", err=True)
