@@ -1,25 +1,43 @@
-"""The end-state grader: does the business state match the end state of a valid solution?"""
+"""The end-state grader: the agent's end state against the end state of every valid solution."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from simworld.episode import Episode
+from simworld.projection import diff, project, touched
+from simworld.state import State
 from simworld.verdict import Check, Verdict
 
 
-def expected_final_state(episode: Episode, expected: Sequence[str]) -> Verdict:
-    """Pass if the final business-state hash equals that of any valid solution's end state.
+def expected_final_state(episode: Any, solutions: Sequence[State]) -> Verdict:
+    """Pass if the business end state equals that of any valid solution on the canonical projection.
+
+    States are compared on natural keys (an instalment by its plan and seq, a payment by
+    its plan and position), over every record the episode or a solution touched. The
+    reported ``state_diff`` is against the closest valid answer; partial credit is the
+    share of compared fields that match it.
 
     Args:
         episode: The sealed episode.
-        expected: Business-state hashes of every valid solution's end state for this seed.
+        solutions: The end states of every valid solution at this seed (supplied by the harness).
     """
-    actual = episode.final_state.business_hash
-    initial, final = episode.initial_state, episode.final_state
-    changed = [f"{t}/{i}" for t, i in final.changed() if initial.get(t, i) != final.get(t, i)]
-    ok = actual in expected
-    detail = f"matches solution {list(expected).index(actual)}" if ok else (
-        f"business state {actual[:12]} matches none of {len(expected)} valid end state(s); records touched: "
-        f"{changed or 'none'}")
-    return Verdict.from_checks([Check("end_state_matches_a_solution", ok, detail)])
+    if not solutions:
+        return Verdict.from_checks([Check("end_state_matches_a_solution", False, "no valid end state to compare")],
+                                   state_diff=[], score=0.0)
+    keys = touched([episode.initial_state, episode.final_state, *solutions])
+    actual = project(episode.final_state, keys)
+    best: tuple[int, int, list[dict[str, Any]], int] | None = None
+    for i, solution in enumerate(solutions):
+        expected = project(solution, keys)
+        d = diff(expected, actual)
+        if best is None or len(d) < best[0]:
+            best = (len(d), i, d, max(len(expected), 1))
+    assert best is not None
+    n, index, d, size = best
+    ok = n == 0
+    detail = f"matches solution {index}" if ok else (
+        f"{n} field(s) differ from the closest valid end state (solution {index}): "
+        + ", ".join(x["path"] for x in d[:5]) + (" ..." if n > 5 else ""))
+    return Verdict.from_checks([Check("end_state_matches_a_solution", ok, detail)], state_diff=d,
+                               score=max(0.0, 1 - n / size))

@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 from simworld.episode import Observation
 from simworld.errors import AgentSpecError, ScenarioError
-from simworld.scenario import Scenario, Step, read_steps, resolve_args
+from simworld.scenario import Scenario, Step, read_steps
+from simworld.templates import resolve_args
 
 __all__ = ["Agent", "AgentFactory", "NoopAgent", "RandomAgent", "StepsAgent", "build_agent_factory",
            "steps_factory"]

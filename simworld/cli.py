@@ -68,7 +68,7 @@ def run(
         result = run_suite(scenarios, [seed], agent, factory, out, argv=sys.argv[1:], progress=_Progress())
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
-    rows = [(r["scenario"], str(r["seed"]), str(r["outcome"]), "PASS" if r["passed"] else "FAIL", f"{r['score']:.2f}")
+    rows = [(r["scenario"], str(r["seed"]), str(r["outcome"]), "PASS" if r["passed"] else "FAIL", f"{r['total']:.2f}")
             for r in result.results]
     head = ("scenario", "seed", "outcome", "passed", "score")
     widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]

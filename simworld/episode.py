@@ -20,17 +20,16 @@ import orjson
 
 from simworld.clock import SimClock, TimeGuard, wall_monotonic
 from simworld.events import Event, events_hash
+from simworld.policy import PolicyStore
 from simworld.scenario import Scenario
 from simworld.state import State
 from simworld.tools import TOOLS
+from simworld.vocab import COUNTERS
 from simworld.world import World
 
 __all__ = ["COUNTERS", "Environment", "Episode", "Observation", "StopReason"]
 
 StopReason = Literal["terminal", "agent_stopped", "max_steps", "timeout", "agent_error"]
-#: The closed list of counters an episode keeps.
-COUNTERS = ("steps", "tool_calls", "denied_calls", "error_calls", "input_tokens", "output_tokens", "total_tokens",
-            "sim_seconds")
 
 
 @attrs.frozen
@@ -55,7 +54,12 @@ class Observation:
 
 @attrs.frozen(eq=False)
 class Episode:
-    """A finished episode, read-only: what graders see. Never the agent's messages."""
+    """A finished episode, read-only: what graders see. Never the agent's messages.
+
+    ``initial_state``, ``final_state`` and ``states`` (the state after each event) are
+    immutable; ``variables`` are the seed's parameters; ``policy`` is the policy store
+    as data; ``target`` names the customer, policy and plan the request is about.
+    """
 
     scenario: str
     seed: int
@@ -71,6 +75,8 @@ class Episode:
     stop_reason: StopReason
     counters: Mapping[str, int | float]
     error: str | None = None
+    policy: PolicyStore | None = None
+    target: Mapping[str, str] = attrs.field(factory=dict)
 
     @property
     def events_hash(self) -> str:
@@ -190,11 +196,13 @@ class Environment:
         }
         return Episode(self.scenario.id, self.seed, self.agent_name, self.request, self.policy_text, self.variables,
                        self._initial, w.state, tuple(w.states), events, w.outcome, self._stop or "agent_stopped",
-                       MappingProxyType(counters), self._error)
+                       MappingProxyType(counters), self._error, self.scenario.snapshot.policy,
+                       MappingProxyType(dict(self.scenario.target)))
 
     def grade(self) -> dict[str, Any]:
         """Grade the sealed episode with the scenario's graders; the same result fields as ``simworld run``."""
         from simworld.runner import grade, result_line, solution_end_states
 
         episode = self.episode()
-        return result_line(episode, grade(self.scenario, episode, solution_end_states(self.scenario, self.seed)))
+        solutions = solution_end_states(self.scenario, self.seed)
+        return result_line(episode, grade(self.scenario, episode, solutions))

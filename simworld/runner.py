@@ -23,9 +23,9 @@ from simworld.clock import TimeGuard, wall_monotonic, wall_time
 from simworld.episode import Environment, Episode
 from simworld.errors import ScenarioError
 from simworld.events import write_events
+from simworld.grading import grade_episode
 from simworld.scenario import Scenario
-from simworld.state import canonical_bytes
-from simworld.verdict import Check, Verdict
+from simworld.state import State, canonical_bytes
 
 __all__ = ["RunResult", "grade", "play", "run_suite", "solution_end_states"]
 
@@ -49,42 +49,29 @@ def play(env: Environment, agent_factory: AgentFactory) -> Episode:
     return env.episode()
 
 
-def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> list[str]:
-    """Business-state hashes of every solution's end state at ``seed``."""
-    hashes = []
+def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> tuple[State, ...]:
+    """The end state of every solution of ``scenario`` at ``seed``.
+
+    A solution that does not play to a terminal tool is a ScenarioError: the ground
+    truth is wrong, and no agent should be graded against it.
+    """
+    states = []
     for i, steps in enumerate(scenario.solutions):
         env = Environment(scenario, seed, agent_name=f"solution-{i}", guard=guard)
         episode = play(env, steps_factory(steps, f"solution-{i}"))
-        if episode.error or episode.outcome is None:
-            raise ScenarioError(f"{scenario.path}: solution {i} does not play at seed {seed}: "
-                                f"{episode.error or episode.stop_reason}")
-        hashes.append(episode.final_state.business_hash)
-    return hashes
+        bad = [e for e in episode.events if e.status != "ok"]
+        if episode.error or episode.outcome is None or bad:
+            why = episode.error or (f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}: "
+                                    f"{bad[0].result}" if bad else episode.stop_reason)
+            raise ScenarioError(f"{scenario.path}: solution {i} does not play at seed {seed}: {why}")
+        states.append(episode.final_state)
+    return tuple(states)
 
 
-def grade(scenario: Scenario, episode: Episode, expected: Sequence[str]) -> dict[str, Any]:
+def grade(scenario: Scenario, episode: Episode, solutions: Sequence[State]) -> dict[str, Any]:
     """Grade an episode with the scenario's graders; a grader that raises is a failed check, never a pass."""
-    from graders.outcome import allowed_outcomes
-    from graders.state import expected_final_state
-
-    graders: list[tuple[str, Callable[[], Verdict]]] = [
-        ("graders.outcome:allowed_outcomes", lambda: allowed_outcomes(episode, scenario.allowed_outcomes)),
-        ("graders.state:expected_final_state", lambda: expected_final_state(episode, expected)),
-    ]
-    checks: list[Check] = []
-    if episode.error is not None:
-        checks.append(Check("agent_ran", False, episode.error))
-    for name, run in graders:
-        try:
-            checks.extend(run().checks)
-        except Exception as exc:
-            checks.append(Check(name, False, f"grader raised {type(exc).__name__}: {exc}"))
-    passed = all(c.passed for c in checks)
-    return {
-        "passed": passed,
-        "score": round(sum(c.passed for c in checks) / len(checks), 4),
-        "checks": [c.to_json() for c in checks],
-    }
+    ex = scenario.expectations
+    return grade_episode(ex.graders, episode, solutions, ex.weights)
 
 
 @attrs.frozen
@@ -130,6 +117,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
                 episode = play(env, agent_factory)
                 expected = solution_end_states(scenario, seed, guard)
                 line = result_line(episode, grade(scenario, episode, expected))
+                line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
                 results.append(line)
                 if out is not None:
                     write_event_file(out / "events" / f"{scenario.id}__seed-{seed}.jsonl", scenario, episode)
@@ -154,6 +142,18 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
         }
         (out / "run.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     return RunResult(tuple(results), out, wall)
+
+
+def run_post_hooks(scenario: Scenario, episode: Episode, line: dict[str, Any], out: Path | None) -> list[str]:
+    """Call the scenario's post_run hooks as ``hook(episode, result, out_dir)``; failures are recorded, not raised."""
+    errors = []
+    for hook in scenario.expectations.post_run:
+        try:
+            hook(episode, dict(line), out)
+        except Exception as exc:  # a hook must not lose the episode
+            errors.append(f"{getattr(hook, '__module__', '?')}:{getattr(hook, '__name__', '?')} raised "
+                          f"{type(exc).__name__}: {exc}")
+    return errors
 
 
 def write_event_file(path: Path, scenario: Scenario, episode: Episode) -> None:

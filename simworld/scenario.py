@@ -12,7 +12,6 @@ result of an earlier step of the same solution), so one solution plays every see
 from __future__ import annotations
 
 import random
-import re
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +19,19 @@ import attrs
 import orjson
 
 from simworld.errors import ScenarioError
+from simworld.expectations import GRADING_KEYS, Expectations, build_expectations
 from simworld.perturb import PARAM_KINDS, PERTURB_KEYS, Perturbed, perturb
 from simworld.snapshot import Snapshot, SnapshotLoader
+from simworld.templates import render, resolve_args
 from simworld.tools import OUTCOMES, TOOLS, Kind
+from simworld.vocab import CATEGORIES
 
-__all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "load_scenario", "load_suite",
-           "render", "resolve_args"]
+__all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "load_scenario", "load_suite"]
 
-CATEGORIES = ("reschedule", "split", "premium-change", "fees", "cancellation", "payments", "permissioning",
-              "information", "adversarial", "recovery")
 TASK_KEYS = ("id", "category", "description", "snapshot", "target", "perturb", "params", "budget", "tools",
-             "allowed_outcomes", "prompt")
+             "allowed_outcomes", "prompt", *GRADING_KEYS)
 _TARGET_KEYS = ("customer", "policy", "plan", "fee")
 _BUDGET_KEYS = ("max_steps", "timeout_s")
-_VAR = re.compile(r"^\{(\w+)\}$")
 
 
 def bundled_root() -> Path:
@@ -75,6 +73,7 @@ class Scenario:
     allowed_outcomes: tuple[str, ...]
     prompt: str
     solutions: tuple[tuple[Step, ...], ...]
+    expectations: Expectations
 
     def instance(self, seed: int) -> Perturbed:
         """The seed's perturbed initial state, clock and template variables."""
@@ -85,41 +84,6 @@ class Scenario:
     def request(self, variables: dict[str, Any]) -> str:
         """The customer's request rendered for a seed's variables."""
         return render(self.prompt, variables, f"{self.path / 'prompt.md'}")
-
-
-def render(template: str, variables: dict[str, Any], where: str) -> str:
-    """Fill ``{var}`` placeholders; an unknown one is a ScenarioError naming it."""
-    try:
-        return template.format_map(variables)
-    except KeyError as exc:
-        known = ", ".join(sorted(variables))
-        raise ScenarioError(f"{where}: unknown placeholder {{{exc.args[0]}}}; known: {known}.") from None
-    except (ValueError, IndexError) as exc:
-        raise ScenarioError(f"{where}: bad placeholder ({exc}); write literal braces as {{{{ and }}}}.") from None
-
-
-def resolve_args(value: Any, variables: dict[str, Any], results: list[Any], where: str) -> Any:
-    """Resolve templates and ``$from`` references in a step's arguments."""
-    if isinstance(value, str):
-        m = _VAR.match(value)
-        if m and m.group(1) in variables:
-            return variables[m.group(1)]
-        return render(value, variables, where) if "{" in value else value
-    if isinstance(value, list):
-        return [resolve_args(v, variables, results, where) for v in value]
-    if isinstance(value, dict):
-        if set(value) == {"$from"}:
-            step, path = value["$from"]
-            try:
-                found = results[step]
-                for part in path.split(".") if path else []:
-                    found = found[int(part)] if isinstance(found, list) else found[part]
-            except (IndexError, KeyError, TypeError, ValueError):
-                raise ScenarioError(f"{where}: $from {value['$from']!r} does not resolve against the results "
-                                    "so far.") from None
-            return found
-        return {k: resolve_args(v, variables, results, where) for k, v in value.items()}
-    return value
 
 
 def _fail(path: Path, msg: str) -> ScenarioError:
@@ -238,13 +202,19 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None) -> Scen
                                 "request_information or decline).")
         solutions.append(steps)
 
+    expectations = build_expectations(task_path, data, tuple(tools), tuple(outcomes), directory.parent.parent)
     scenario = Scenario(
         id=sid, path=directory, category=data["category"], description=data.get("description", ""),
         snapshot=snapshot, target=target, perturb=spec, params=params,
         max_steps=int(budget.get("max_steps", 30)), timeout_s=float(budget.get("timeout_s", 60.0)),
         tools=tuple(tools), allowed_outcomes=tuple(outcomes), prompt=prompt, solutions=tuple(solutions),
+        expectations=expectations,
     )
-    scenario.request(scenario.instance(0).vars)  # fail at load on an unknown placeholder
+    # Fail at load, not at the first episode, on a placeholder no seed can fill.
+    variables = scenario.instance(0).vars
+    scenario.request(variables)
+    for step in expectations.required_steps:
+        resolve_args(step.get("args", {}), variables, [], f"{task_path}: required step {step['id']!r}")
     return scenario
 
 

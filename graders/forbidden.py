@@ -1,0 +1,106 @@
+"""The forbidden-changes grader: nothing forbidden may change, at any state of the episode.
+
+Every state the episode passed through is checked against the initial state, not only
+the final one, so an edit that is later undone still fails. Patterns are globs over
+the canonical projection's paths (``plans/PLAN/instalments/SEQ/amount``), optionally
+filtered by a field of the record in the initial state (``where``) and with paths to
+let through (``except``). Named patterns:
+
+- ``paid_instalments``: any field of a paid instalment; of a partially paid one, any
+  field but the payment's own ``paid_amount`` and ``status``;
+- ``currency``: any record's currency;
+- ``outside_target``: any record that does not belong to the scenario's customer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
+from typing import Any
+
+from simworld.models import BUSINESS_TABLES
+from simworld.projection import group_key, record_paths
+from simworld.verdict import Check, Verdict
+
+DEFAULT = ("paid_instalments", "currency", "outside_target")
+NAMED: dict[str, list[dict[str, Any]]] = {
+    "paid_instalments": [
+        {"path": "plans/*/instalments/*/*", "where": {"status": ["paid"]}},
+        {"path": "plans/*/instalments/*/*", "where": {"status": ["partially_paid"]},
+         "except": ["*/paid_amount", "*/status"]},
+    ],
+    "currency": [{"path": "*/currency"}],
+    "outside_target": [{"outside_target": True}],
+}
+
+
+def rules(patterns: Sequence[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Expand named patterns and plain globs into (name, rule) pairs."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for p in patterns:
+        if isinstance(p, str):
+            out += [(p, r) for r in NAMED[p]] if p in NAMED else [(p, {"path": p})]
+        else:
+            out.append((p.get("name", p["path"]), p))
+    return out
+
+
+def _target_prefixes(episode: Any) -> tuple[str, ...]:
+    t = episode.target
+    state = episode.initial_state
+    prefixes = [f"customers/{t['customer']}/"]
+    for policy in state.children("policies", "customer_id", t["customer"]):
+        prefixes += [f"policies/{policy.id}/", f"premium_changes/{policy.id}/"]
+        for plan in state.children("plans", "policy_id", policy.id):
+            prefixes += [f"plans/{plan.id}/", f"payments/{plan.id}/", f"credits/{plan.id}/"]
+            prefixes += [f"fees/{fee.id}/" for fee in state.children("fees", "plan_id", plan.id)]
+    return tuple(prefixes)
+
+
+def _hit(rule: Mapping[str, Any], path: str, before: Mapping[str, Any], targets: tuple[str, ...]) -> bool:
+    if rule.get("outside_target"):
+        return not path.startswith(targets)
+    if path not in before:  # patterns protect what existed; new records are judged by outside_target
+        return False
+    if not fnmatchcase(path, rule["path"]):
+        return False
+    if any(fnmatchcase(path, e) for e in rule.get("except", [])):
+        return False
+    prefix = path.rsplit("/", 1)[0]
+    return all(before.get(f"{prefix}/{field}") in allowed for field, allowed in rule.get("where", {}).items())
+
+
+def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdict:
+    """Pass if no state of the episode changed a path a pattern forbids.
+
+    Args:
+        episode: The sealed episode.
+        patterns: Named patterns or ``{"path": GLOB, "where": {FIELD: [VALUES]}, "except": [GLOBS]}``.
+    """
+    compiled = rules(patterns)
+    initial = episode.initial_state
+    targets = _target_prefixes(episode)
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    previous = initial
+    business = set(BUSINESS_TABLES)
+    for event, state in zip(episode.events, episode.states, strict=True):
+        if state is previous:
+            continue
+        previous = state
+        groups = {group_key(state, *k) for k in state.overlay
+                  if k[0] in business and state.get(*k) is not initial.get(*k)}
+        for group in sorted(groups):
+            before = record_paths(initial, *group)
+            after = record_paths(state, *group)
+            for path in sorted(set(before) | set(after)):
+                if before.get(path) == after.get(path):
+                    continue
+                for name, rule in compiled:
+                    if (path, name) not in found and _hit(rule, path, before, targets):
+                        found[(path, name)] = {"path": path, "pattern": name, "seq": event.seq, "tool": event.tool,
+                                               "before": before.get(path), "after": after.get(path)}
+    violations = sorted(found.values(), key=lambda v: (v["seq"], v["path"], v["pattern"]))
+    detail = "nothing forbidden changed" if not violations else "; ".join(
+        f"{v['path']} changed by {v['tool']} (seq {v['seq']}, {v['pattern']})" for v in violations[:5])
+    return Verdict.from_checks([Check("no_forbidden_changes", not violations, detail)],
+                               forbidden_changes=violations)

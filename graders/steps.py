@@ -1,0 +1,104 @@
+"""The required-steps grader: the calls a correct agent must make, in an order a DAG allows.
+
+A step names a tool (or a list of alternatives) and a subset of arguments that must
+match (``"{var}"`` templates are filled from the episode's variables); ``after`` lists
+steps that must come first. Only calls that returned ``ok`` count. Each step is
+matched to the earliest call after the calls matched to the steps it follows; if the
+only match comes too early, the step still scores but the ordering is reported as a
+violation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from simworld.templates import resolve_args
+from simworld.verdict import Check, Verdict
+
+
+def same(expected: Any, actual: Any) -> bool:
+    """Equality for arguments: amounts compare as decimals ("333.30" equals 333.3), containers recursively."""
+    if expected == actual and type(expected) is type(actual):
+        return True
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        return expected.keys() == actual.keys() and all(same(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list) and isinstance(actual, list):
+        return len(expected) == len(actual) and all(same(a, b) for a, b in zip(expected, actual, strict=True))
+    if isinstance(expected, (str, int, float)) and isinstance(actual, (str, int, float)):
+        if isinstance(expected, bool) or isinstance(actual, bool):
+            return False
+        try:
+            return Decimal(str(expected)) == Decimal(str(actual))
+        except InvalidOperation:
+            return False
+    return False
+
+
+def matches(step: Mapping[str, Any], event: Any, variables: Mapping[str, Any]) -> bool:
+    """Whether ``event`` is an ok call of the step's tool with the step's arguments."""
+    tools = step["tool"] if isinstance(step["tool"], list) else [step["tool"]]
+    if event.status != "ok" or event.tool not in tools or not isinstance(event.args, dict):
+        return False
+    wanted = resolve_args(step.get("args", {}), dict(variables), [], f"required step {step['id']!r}")
+    return all(k in event.args and same(v, event.args[k]) for k, v in wanted.items())
+
+
+def topological(steps: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The steps in an order where each comes after those it names in ``after`` (ValueError on a cycle)."""
+    by_id = {s["id"]: s for s in steps}
+    done: list[Mapping[str, Any]] = []
+    state: dict[str, int] = {}
+
+    def visit(sid: str, path: tuple[str, ...]) -> None:
+        if state.get(sid) == 2:
+            return
+        if state.get(sid) == 1:
+            raise ValueError(f"required_steps: 'after' forms a cycle: {' -> '.join((*path, sid))}")
+        state[sid] = 1
+        for dep in by_id[sid].get("after", []):
+            visit(dep, (*path, sid))
+        state[sid] = 2
+        done.append(by_id[sid])
+
+    for s in steps:
+        visit(s["id"], ())
+    return done
+
+
+def required_steps(episode: Any, steps: Sequence[Mapping[str, Any]]) -> Verdict:
+    """Pass if every required step was made, each after the steps it must follow.
+
+    Args:
+        episode: The sealed episode.
+        steps: ``[{"id": ..., "tool": NAME or [NAMES], "args": {...}, "after": [ids]}, ...]``.
+    """
+    events = list(episode.events)
+    matched: dict[str, int] = {}
+    step_scores: dict[str, float] = {}
+    violations: list[dict[str, Any]] = []
+    checks: list[Check] = []
+    for step in topological(steps):
+        sid = step["id"]
+        hits = [i for i, e in enumerate(events) if matches(step, e, episode.variables)]
+        if not hits:
+            step_scores[sid] = 0.0
+            checks.append(Check(f"step:{sid}", False, f"no ok call of {step['tool']} with {step.get('args', {})}"))
+            continue
+        deps = [d for d in step.get("after", []) if d in matched]
+        floor = max((matched[d] for d in deps), default=-1)
+        in_order = [i for i in hits if i > floor]
+        index = in_order[0] if in_order else hits[0]
+        matched[sid] = index
+        step_scores[sid] = 1.0
+        checks.append(Check(f"step:{sid}", True, f"seq {events[index].seq} {events[index].tool}"))
+        for dep in step.get("after", []):
+            if dep in matched and matched[dep] >= index:
+                violations.append({"step": sid, "after": dep, "seq": events[index].seq,
+                                   "detail": f"{sid} (seq {events[index].seq}) came before {dep} "
+                                             f"(seq {events[matched[dep]].seq})"})
+                checks.append(Check(f"order:{sid}-after-{dep}", False, violations[-1]["detail"]))
+            elif dep in matched:
+                checks.append(Check(f"order:{sid}-after-{dep}", True, ""))
+    return Verdict.from_checks(checks, step_scores=step_scores, order_violations=violations)

@@ -1,0 +1,149 @@
+"""The grading contract: resolving graders by dotted path, running them, and the result JSON.
+
+A grader is ``grade(episode, **args) -> Verdict``. It is named in task.json by a
+dotted path (``module:function``) and resolved when the scenario loads: the first
+parameter must be the positional ``episode``; a parameter named ``messages``,
+``transcript``, ``result`` or ``history`` is refused, because graders judge what the
+agent did, not what it said. ``args`` are bound at load time, so a missing or unknown
+argument fails the scenario's load rather than its first episode. One argument is
+supplied by the harness at grade time: a grader that declares ``solutions`` receives
+the end states of every valid solution at the episode's seed.
+
+Graders run as a conjunction: the episode passes only if every check of every
+grader passes. A grader that raises becomes a failed check carrying the error,
+never a crash of the run and never a pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from simworld.errors import ScenarioError
+from simworld.state import State
+from simworld.verdict import Check, Verdict
+
+__all__ = ["FORBIDDEN_PARAMS", "HARNESS_ARGS", "PARTS", "GraderSpec", "grade_episode", "resolve_callable",
+           "resolve_grader"]
+
+#: Parameter names that would hand a grader the agent's words; refused at load.
+FORBIDDEN_PARAMS = ("messages", "transcript", "result", "history")
+#: Arguments the harness binds at grade time rather than task.json.
+HARNESS_ARGS = ("solutions",)
+#: The parts partial credit is kept apart by, in report order.
+PARTS = ("outcome", "state", "steps", "forbidden", "authority", "money", "requires", "custom")
+
+
+@attrs.frozen(eq=False)
+class GraderSpec:
+    """A resolved grader: its dotted path, function, bound arguments and the part it scores."""
+
+    path: str
+    fn: Callable[..., Verdict]
+    args: Mapping[str, Any]
+    part: str
+    wants_solutions: bool = False
+
+    def run(self, episode: Any, solutions: Sequence[State]) -> Verdict:
+        """Call the grader; the caller turns an exception into a failed check."""
+        kwargs = dict(self.args)
+        if self.wants_solutions:
+            kwargs["solutions"] = tuple(solutions)
+        verdict = self.fn(episode, **kwargs)
+        if not isinstance(verdict, Verdict):
+            raise TypeError(f"grader {self.path} returned {type(verdict).__name__}, not a Verdict")
+        return verdict
+
+
+def resolve_callable(path: Any, where: str, search: Path | None = None) -> Callable[..., Any]:
+    """Import ``module:function`` (``search`` is tried as an import root too), or raise a ScenarioError."""
+    if not isinstance(path, str) or path.count(":") != 1:
+        raise ScenarioError(f"{where}: {path!r} is not a dotted path; write 'module:function', "
+                            "e.g. 'graders.state:expected_final_state'.")
+    module_name, attr = path.split(":")
+    if search is not None and str(search) not in sys.path:
+        sys.path.append(str(search))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ScenarioError(f"{where}: cannot import {module_name!r} for {path!r} ({exc}).") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ScenarioError(f"{where}: {module_name!r} has no function {attr!r}.")
+    return fn
+
+
+def resolve_grader(path: Any, args: Any, where: str, *, part: str = "custom", search: Path | None = None) -> GraderSpec:
+    """Resolve and check a grader at load time; bind its ``args``."""
+    fn = resolve_callable(path, where, search)
+    if not isinstance(args, dict):
+        raise ScenarioError(f"{where}: args of {path!r} must be an object but got {args!r}.")
+    params = list(inspect.signature(fn).parameters.values())
+    if not params or params[0].name != "episode" or params[0].kind not in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        raise ScenarioError(f"{where}: grader {path!r} must take the episode as its first positional parameter, "
+                            "named 'episode': def grade(episode, **args) -> Verdict.")
+    for p in params:
+        if p.name in FORBIDDEN_PARAMS:
+            raise ScenarioError(
+                f"{where}: grader {path!r} takes a parameter named {p.name!r}; graders judge what the agent did "
+                "(episode.events, the states), never what it said, so messages, transcript, result and history "
+                "are refused.")
+    wants_solutions = any(p.name == "solutions" for p in params[1:])
+    for name in HARNESS_ARGS:
+        if name in args:
+            raise ScenarioError(f"{where}: {path!r} args set {name!r}, which the harness supplies; remove it.")
+    probe = {**args, **({"solutions": ()} if wants_solutions else {})}
+    try:
+        inspect.signature(fn).bind(None, **probe)
+    except TypeError as exc:
+        raise ScenarioError(f"{where}: args {sorted(args)!r} do not fit grader {path!r}: {exc}.") from None
+    return GraderSpec(path, fn, dict(args), part, wants_solutions)
+
+
+def grade_episode(graders: Sequence[GraderSpec], episode: Any, solutions: Sequence[State],
+                  weights: Mapping[str, float]) -> dict[str, Any]:
+    """Run every grader; return the grading fields of the result JSON."""
+    checks: list[Check] = []
+    part_scores: dict[str, list[float]] = {}
+    found: dict[str, Any] = {}
+    if episode.error is not None:
+        checks.append(Check("agent_ran", False, episode.error))
+    for spec in graders:
+        try:
+            verdict = spec.run(episode, solutions)
+        except Exception as exc:  # a broken grader is a failed check, never a crash or a pass
+            checks.append(Check(spec.path, False, f"grader raised {type(exc).__name__}: {exc}"))
+            part_scores.setdefault(spec.part, []).append(0.0)
+            continue
+        checks.extend(verdict.checks)
+        part_scores.setdefault(spec.part, []).append(verdict.partial)
+        for key, value in verdict.data.items():
+            if isinstance(value, list) and isinstance(found.get(key), list):
+                found[key] = found[key] + value
+            else:
+                found[key] = value
+    parts = {p: round(sum(v) / len(v), 4) for p in PARTS if (v := part_scores.get(p))}
+    weight_sum = sum(weights.get(p, 1.0) for p in parts)
+    total = sum(parts[p] * weights.get(p, 1.0) for p in parts) / weight_sum if weight_sum else 0.0
+    passed = bool(checks) and all(c.passed for c in checks)
+    if episode.error is not None:
+        total = 0.0
+    return {
+        "passed": passed,
+        "total": round(total, 4),
+        "parts": parts,
+        "outcome_class_correct": bool(found.get("outcome_class_correct", False)),
+        "state_diff": found.get("state_diff", []),
+        "step_scores": found.get("step_scores", {}),
+        "order_violations": found.get("order_violations", []),
+        "unauthorised_actions": found.get("unauthorised_actions", []),
+        "forbidden_changes": found.get("forbidden_changes", []),
+        "checks": [c.to_json() for c in checks],
+    }
