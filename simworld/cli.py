@@ -112,6 +112,63 @@ def replay(
                f"final state hash {report.final_state_hash} confirmed")
 
 
+@app.command()
+def check(
+    suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
+    seeds: Annotated[str, typer.Option(help="Seeds to check, A..B inclusive.")] = "0..9",
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Scenario id; repeat for several.")]
+    = None,
+) -> None:
+    """Prove every scenario's graders load-bearing: solutions pass, noop fails, mutants of the solution fail."""
+    from collections import Counter
+
+    from simworld.check import check_scenario, parse_seeds, summary_score
+    from simworld.clock import TimeGuard
+    from simworld.scenario import load_suite
+
+    try:
+        seed_list = parse_seeds(seeds)
+        scenarios = load_suite(suite, scenario)
+    except SimworldError as exc:
+        raise _fail(str(exc)) from None
+    progress = _Progress()
+    reports = []
+    with TimeGuard() as guard:
+        for i, sc in enumerate(scenarios):
+            reports.append(check_scenario(sc, seed_list, guard, lambda label, i=i: progress(i, len(scenarios), label)))
+    progress(len(scenarios), len(scenarios), "done")
+    head = ("scenario", "seeds", "solutions", "noop", "mutants", "killed", "equivalent", "survived", "score", "check")
+    rows = [(r.scenario, str(r.seeds), "pass" if not r.solution_failures else f"{len(r.solution_failures)} FAIL",
+             "fails" if not r.noop_passes else f"PASSES x{len(r.noop_passes)}", str(len(r.outcomes)),
+             str(r.count("killed")), str(r.count("equivalent")), str(r.count("survived")), f"{r.score:.3f}",
+             "PASS" if r.ok else "FAIL") for r in reports]
+    widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
+    for row in (head, *rows):
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    killed = sum(r.count("killed") for r in reports)
+    survived = sum(r.count("survived") for r in reports)
+    equivalent = sum(r.count("equivalent") for r in reports)
+    typer.echo(f"\nmutation score {summary_score(reports):.3f}: {killed} of {killed + survived} non-equivalent "
+               f"mutants killed; {equivalent} equivalent; seeds {seeds}")
+    for title, status in (("equivalent mutants (valid answers, not misses)", "equivalent"),
+                          ("SURVIVING mutants (the graders do not tell them from a right answer)", "survived")):
+        groups = Counter((r.scenario, o.mutant.operator, o.mutant.description, o.reason)
+                         for r in reports for o in r.outcomes if o.status == status)
+        if groups:
+            typer.echo(f"\n{title}:")
+            for (sid, op, desc, reason), n in sorted(groups.items()):
+                typer.echo(f"  {sid}: {op}: {desc} [{n} seed(s)]: {reason}")
+    for r in reports:
+        for failure in r.solution_failures:
+            typer.echo(f"\nSOLUTION FAILS {r.scenario}: {failure}")
+        if r.noop_passes:
+            typer.echo(f"\nNOOP PASSES {r.scenario} at seeds {r.noop_passes}")
+    bad = [r.scenario for r in reports if not r.ok]
+    if bad:
+        typer.echo(f"\n{len(bad)} scenario(s) whose graders do not discriminate: {', '.join(bad)}")
+        raise typer.Exit(1)
+
+
 def main() -> None:
     """Console-script entry point: usage errors are one line on stderr and exit status 2."""
     try:

@@ -1,0 +1,256 @@
+"""``simworld check``: prove each scenario's graders are load-bearing.
+
+For every scenario and seed: every solution must pass, the do-nothing agent must fail,
+and mutants of the reference solution must fail. Mutants are made from the reference
+solution's concrete calls at that seed:
+
+- ``drop-write``: drop each WRITE call;
+- ``drop-read``: drop each READ call (usually equivalent: reads change nothing);
+- ``swap-outcome``: replace the terminal call with each other outcome class;
+- ``swap-order``: swap each pair of calls that a required step's ``after`` orders;
+- ``paid-write``: insert, before the terminal call, a write to a paid instalment;
+- ``round-each`` and ``float``: recompute each schedule's amounts by rounding every share
+  half-up, or with float arithmetic, instead of allocating once.
+
+A mutant that passes every grader survives. It is *equivalent*, and listed with the
+reason, when it is not a wrong answer after all: its calls are identical to the
+reference's (the mutation changed nothing at this seed), or its end state equals a valid
+solution's and its outcome is allowed. Any other survivor means the graders do not
+discriminate, and the scenario fails the check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+import attrs
+
+from simworld.agents import NoopAgent, steps_factory
+from simworld.clock import TimeGuard
+from simworld.episode import Environment, Episode, Observation
+from simworld.errors import ScenarioError
+from simworld.money import exponent
+from simworld.projection import diff, project, touched
+from simworld.runner import grade, play, solution_end_states
+from simworld.scenario import Scenario
+from simworld.state import State
+from simworld.tools import TOOLS, Kind
+
+__all__ = ["Mutant", "ScenarioCheck", "check_scenario", "mutants", "parse_seeds"]
+
+_TERMINAL_ARGS = {
+    "finish": {"summary": "Done."},
+    "escalate": {"reason": "Handing this to a colleague."},
+    "request_information": {"question": "Could you tell me more?"},
+    "decline": {"reason": "I cannot do that."},
+}
+
+
+@attrs.frozen
+class Mutant:
+    """One mutated call list and how it was made."""
+
+    operator: str
+    description: str
+    actions: tuple[dict[str, Any], ...]
+
+
+@attrs.frozen
+class MutantOutcome:
+    """What became of one mutant at one seed."""
+
+    seed: int
+    mutant: Mutant
+    status: str  # killed | equivalent | survived
+    reason: str = ""
+
+
+@attrs.define
+class ScenarioCheck:
+    """The check of one scenario over a range of seeds."""
+
+    scenario: str
+    seeds: int = 0
+    solution_failures: list[str] = attrs.field(factory=list)
+    noop_passes: list[int] = attrs.field(factory=list)
+    outcomes: list[MutantOutcome] = attrs.field(factory=list)
+
+    def count(self, status: str) -> int:
+        """How many mutants ended with ``status``."""
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def score(self) -> float:
+        """Killed / (killed + non-equivalent survivors); 1.0 when there is nothing to kill."""
+        killed, survived = self.count("killed"), self.count("survived")
+        return killed / (killed + survived) if killed + survived else 1.0
+
+    @property
+    def ok(self) -> bool:
+        """Whether the scenario's graders discriminate: solutions pass, noop and every real mutant fail."""
+        return not self.solution_failures and not self.noop_passes and self.count("survived") == 0
+
+
+class _Actions:
+    """Plays concrete calls verbatim (no templates), then stops."""
+
+    def __init__(self, actions: Sequence[dict[str, Any]]) -> None:
+        self.actions = list(actions)
+        self.i = 0
+
+    def act(self, observation: Observation) -> dict[str, Any] | None:
+        if self.i >= len(self.actions):
+            return None
+        self.i += 1
+        return self.actions[self.i - 1]
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Parse ``A..B`` (inclusive) or ``N`` into a list of seeds."""
+    try:
+        if ".." in text:
+            lo, hi = (int(x) for x in text.split("..", 1))
+        else:
+            lo = hi = int(text)
+    except ValueError:
+        raise ScenarioError(f"--seeds {text!r}: expected A..B (inclusive), e.g. 0..49, or a single seed.") from None
+    if hi < lo or lo < 0:
+        raise ScenarioError(f"--seeds {text!r}: expected 0 <= A <= B.")
+    return list(range(lo, hi + 1))
+
+
+def _replace_amounts(action: dict[str, Any], amounts: list[str]) -> dict[str, Any]:
+    items = [{**item, "amount": a} for item, a in zip(action["args"]["instalments"], amounts, strict=True)]
+    return {"tool": action["tool"], "args": {**action["args"], "instalments": items}}
+
+
+def _round_each(total: Decimal, n: int, exp: int) -> list[str]:
+    share = (total / n).quantize(Decimal(1).scaleb(-exp), rounding=ROUND_HALF_UP)
+    return [str(share)] * n
+
+
+def _float_shares(total: Decimal, n: int, exp: int) -> list[str]:
+    share = float(total) / n
+    return [f"{round(share, exp):.{exp}f}"] * n
+
+
+def _matched_indices(scenario: Scenario, episode: Episode) -> dict[str, int]:
+    from graders.steps import matches, topological
+
+    matched: dict[str, int] = {}
+    for step in topological(scenario.expectations.required_steps):
+        floor = max((matched[d] for d in step.get("after", []) if d in matched), default=-1)
+        hits = [i for i, e in enumerate(episode.events) if i > floor and matches(step, e, episode.variables)]
+        if hits:
+            matched[step["id"]] = hits[0]
+    return matched
+
+
+def mutants(scenario: Scenario, reference: Episode) -> list[Mutant]:
+    """The mutants of the reference episode's calls."""
+    actions = [{"tool": e.tool, "args": e.args} for e in reference.events]
+    out: list[Mutant] = []
+    for i, a in enumerate(actions):
+        kind = TOOLS[a["tool"]].kind
+        if kind is Kind.WRITE:
+            out.append(Mutant("drop-write", f"drop call {i} ({a['tool']})", tuple(actions[:i] + actions[i + 1:])))
+        elif kind is Kind.READ:
+            out.append(Mutant("drop-read", f"drop call {i} ({a['tool']})", tuple(actions[:i] + actions[i + 1:])))
+    if actions and TOOLS[actions[-1]["tool"]].kind is Kind.TERMINAL:
+        for tool, args in _TERMINAL_ARGS.items():
+            if tool != actions[-1]["tool"]:
+                out.append(Mutant("swap-outcome", f"end with {tool} instead of {actions[-1]['tool']}",
+                                  tuple(actions[:-1] + [{"tool": tool, "args": args}])))
+    matched = _matched_indices(scenario, reference)
+    for step in scenario.expectations.required_steps:
+        for dep in step.get("after", []):
+            if step["id"] in matched and dep in matched:
+                i, j = sorted((matched[dep], matched[step["id"]]))
+                swapped = list(actions)
+                swapped[i], swapped[j] = swapped[j], swapped[i]
+                out.append(Mutant("swap-order", f"swap {dep} (call {i}) and {step['id']} (call {j})",
+                                  tuple(swapped)))
+    plan = reference.initial_state.get("plans", scenario.target["plan"])
+    paid = [inst for inst in plan.instalments if inst.status in ("paid", "partially_paid")]
+    if paid and actions:
+        write = {"tool": "defer_instalment", "args": {"plan_id": plan.id, "seq": paid[-1].seq, "mode": "end"}}
+        out.append(Mutant("paid-write", f"defer paid instalment {paid[-1].seq} before the end",
+                          tuple(actions[:-1] + [write] + actions[-1:])))
+    exp = exponent(plan.currency)
+    for i, a in enumerate(actions):
+        if a["tool"] != "set_schedule":
+            continue
+        amounts = [Decimal(str(x["amount"])) for x in a["args"]["instalments"]]
+        total, n = sum(amounts, Decimal(0)), len(amounts)
+        for op, fn in (("round-each", _round_each), ("float", _float_shares)):
+            changed = actions[:i] + [_replace_amounts(a, fn(total, n, exp))] + actions[i + 1:]
+            out.append(Mutant(op, f"{op} amounts of call {i} ({n} shares of {total})", tuple(changed)))
+    return out
+
+
+def _equivalent(scenario: Scenario, mutant: Mutant, episode: Episode, solutions: Sequence[State],
+                reference: tuple[dict[str, Any], ...]) -> str | None:
+    if mutant.actions == reference:
+        if mutant.operator in ("round-each", "float"):
+            return "the total divides evenly into the shares here, so per-share arithmetic gives the same amounts"
+        return "the mutation leaves every call unchanged at this seed"
+    if episode.outcome in scenario.allowed_outcomes and episode.error is None:
+        keys = touched([episode.initial_state, episode.final_state, *solutions])
+        actual = project(episode.final_state, keys)
+        for k, solution in enumerate(solutions):
+            if not diff(project(solution, keys), actual):
+                if mutant.operator == "drop-read":
+                    return "a read changes nothing and no required step needs it"
+                return f"reaches the end state of solution {k} with an allowed outcome"
+    return None
+
+
+def check_scenario(scenario: Scenario, seeds: Sequence[int], guard: TimeGuard | None = None,
+                   progress: Callable[[str], None] | None = None) -> ScenarioCheck:
+    """Check one scenario over ``seeds``."""
+    report = ScenarioCheck(scenario.id)
+    for seed in seeds:
+        report.seeds += 1
+        if progress:
+            progress(f"{scenario.id} seed {seed}")
+        try:
+            solutions = solution_end_states(scenario, seed, guard)
+        except ScenarioError as exc:
+            report.solution_failures.append(str(exc))
+            continue
+        reference: Episode | None = None
+        for i, steps in enumerate(scenario.solutions):
+            episode = play(Environment(scenario, seed, agent_name=f"solution-{i}", guard=guard),
+                           steps_factory(steps, f"solution-{i}"))
+            result = grade(scenario, episode, solutions)
+            if not result["passed"]:
+                failed = [c["name"] + ": " + c["detail"] for c in result["checks"] if not c["passed"]]
+                report.solution_failures.append(f"seed {seed} solution {i}: " + "; ".join(failed))
+            if i == 0:
+                reference = episode
+        noop = play(Environment(scenario, seed, agent_name="noop", guard=guard), lambda sc, s, v: NoopAgent())
+        if grade(scenario, noop, solutions)["passed"]:
+            report.noop_passes.append(seed)
+        assert reference is not None
+        ref_actions = tuple({"tool": e.tool, "args": e.args} for e in reference.events)
+        for mutant in mutants(scenario, reference):
+            episode = play(Environment(scenario, seed, agent_name=f"mutant:{mutant.operator}", guard=guard),
+                           lambda sc, s, v, m=mutant: _Actions(m.actions))
+            if not grade(scenario, episode, solutions)["passed"]:
+                report.outcomes.append(MutantOutcome(seed, mutant, "killed"))
+                continue
+            why = _equivalent(scenario, mutant, episode, solutions, ref_actions)
+            status = "equivalent" if why else "survived"
+            report.outcomes.append(MutantOutcome(seed, mutant, status, why or "passes every grader but reaches no "
+                                                                             "valid end state"))
+    return report
+
+
+def summary_score(reports: Sequence[ScenarioCheck]) -> float:
+    """The overall mutation score: killed / (killed + non-equivalent survivors)."""
+    killed = sum(r.count("killed") for r in reports)
+    survived = sum(r.count("survived") for r in reports)
+    return killed / (killed + survived) if killed + survived else math.nan
