@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 
-from simworld.agents import NoopAgent, steps_factory
+from simworld.agents import AgentFactory, NoopAgent, steps_factory
 from simworld.clock import TimeGuard
 from simworld.episode import Environment, Episode, Observation
 from simworld.errors import ScenarioError
@@ -106,6 +106,10 @@ class _Actions:
             return None
         self.i += 1
         return self.actions[self.i - 1]
+
+
+def _actions_factory(actions: Sequence[dict[str, Any]]) -> AgentFactory:
+    return lambda sc, seed, variables: _Actions(actions)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -238,7 +242,7 @@ def check_scenario(scenario: Scenario, seeds: Sequence[int], guard: TimeGuard | 
         ref_actions = tuple({"tool": e.tool, "args": e.args} for e in reference.events)
         for mutant in mutants(scenario, reference):
             episode = play(Environment(scenario, seed, agent_name=f"mutant:{mutant.operator}", guard=guard),
-                           lambda sc, s, v, m=mutant: _Actions(m.actions))
+                           _actions_factory(mutant.actions))
             if not grade(scenario, episode, solutions)["passed"]:
                 report.outcomes.append(MutantOutcome(seed, mutant, "killed"))
                 continue

@@ -6,6 +6,7 @@ it, and exit with status 2; a run whose episodes fail exits with status 1.
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -112,6 +113,26 @@ def replay(
                f"final state hash {report.final_state_hash} confirmed")
 
 
+@app.command("grade")
+def grade_(
+    run_dir: Annotated[Path, typer.Argument(help="A directory written by simworld run (with events/).")],
+    suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Where to write the result lines. "
+                                                  "Default: RUN_DIR/regraded.jsonl.")] = None,
+) -> None:
+    """Grade a run's recorded event logs again with the current graders, without running the agent."""
+    from simworld.runner import regrade
+    from simworld.scenario import load_suite
+
+    target = out or run_dir / "regraded.jsonl"
+    try:
+        results = regrade(run_dir, load_suite(suite), target)
+    except SimworldError as exc:
+        raise _fail(str(exc)) from None
+    passed = sum(1 for r in results if r["passed"])
+    typer.echo(f"regraded {len(results)} episode(s): {passed} passed; written to {target}")
+
+
 @app.command()
 def check(
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
@@ -135,7 +156,7 @@ def check(
     reports = []
     with TimeGuard() as guard:
         for i, sc in enumerate(scenarios):
-            reports.append(check_scenario(sc, seed_list, guard, lambda label, i=i: progress(i, len(scenarios), label)))
+            reports.append(check_scenario(sc, seed_list, guard, functools.partial(progress, i, len(scenarios))))
     progress(len(scenarios), len(scenarios), "done")
     head = ("scenario", "seeds", "solutions", "noop", "mutants", "killed", "equivalent", "survived", "score", "check")
     rows = [(r.scenario, str(r.seeds), "pass" if not r.solution_failures else f"{len(r.solution_failures)} FAIL",

@@ -1,26 +1,30 @@
-"""Replay: rebuild a world from its seed's snapshot by re-applying the recorded effects.
+"""Replay and re-grading: rebuild an episode from its event log, without the agent.
 
-Only calls that could change the state (WRITE and TERMINAL calls that returned
-ok) are re-applied, each at its recorded simulated time. Every re-applied call
-must return the recorded result, and the rebuilt state must hash to the recorded
-final state hash; anything else is a :class:`~simworld.errors.ReplayError` that
-says where the two diverged.
+Only calls that could change the state (WRITE and TERMINAL calls that returned ok) are
+re-applied, each at its recorded simulated time, and each must return the recorded
+result. The rebuilt episode has the same initial state, states after each event,
+final state, outcome and counters as the one recorded, so graders (new or old) can
+judge it again: ``simworld grade RUN_DIR``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 import attrs
 
 from simworld.clock import SimClock, parse_instant
+from simworld.episode import Episode
 from simworld.errors import ReplayError
-from simworld.events import read_events
+from simworld.events import EventFile, read_events
 from simworld.scenario import Scenario
 from simworld.tools import TOOLS
 from simworld.world import World
 
-__all__ = ["ReplayReport", "replay"]
+__all__ = ["ReplayReport", "rebuild", "replay"]
 
 
 @attrs.frozen
@@ -33,30 +37,54 @@ class ReplayReport:
     final_state_hash: str
 
 
-def replay(path: Path, scenarios: dict[str, Scenario]) -> ReplayReport:
-    """Rebuild the world recorded in ``path`` and confirm its final state hash."""
-    log = read_events(path)
-    sid, seed = log.header.get("scenario"), log.header.get("seed")
+def _scenario(path: Path, log: EventFile, scenarios: Mapping[str, Scenario]) -> Scenario:
+    sid = log.header.get("scenario")
     if sid not in scenarios:
         raise ReplayError(f"{path.name}: scenario {sid!r} is not in the suite; pass --suite DIR that holds it.")
-    scenario = scenarios[sid]
-    inst = scenario.instance(int(seed))  # type: ignore[arg-type]
+    return scenarios[sid]  # type: ignore[index]
+
+
+def rebuild(path: Path, scenarios: Mapping[str, Scenario], log: EventFile | None = None) -> tuple[Episode, int]:
+    """Rebuild the episode recorded in ``path``; return it and the number of calls re-applied."""
+    log = log or read_events(path)
+    scenario = _scenario(path, log, scenarios)
+    seed = int(log.header.get("seed", -1))
+    inst = scenario.instance(seed)
     if inst.state.hash != log.header.get("initial_state_hash"):
         raise ReplayError(f"{path.name}: the seed's initial state hashes to {inst.state.hash}, not the recorded "
                           f"{log.header.get('initial_state_hash')}; the scenario or its snapshot changed.")
     world = World(inst.state, SimClock(inst.clock), scenario.snapshot.policy, dict(TOOLS))
+    states = []
     applied = 0
+    outcome = None
     for event in log.events:
-        if event.status != "ok" or event.kind not in ("write", "terminal"):
-            continue
-        world.seq = event.seq
-        world.clock.set(parse_instant(event.at))
-        again = world.call(event.tool, event.args)
-        if again.status != "ok" or again.result != event.result:
-            raise ReplayError(f"{path.name}: event seq={event.seq} ({event.tool}) replays to {again.status} "
-                              f"{again.result!r}, not the recorded {event.result!r}.")
-        applied += 1
+        if event.status == "ok" and event.kind in ("write", "terminal"):
+            world.seq = event.seq
+            world.clock.set(parse_instant(event.at))
+            again = world.call(event.tool, event.args)
+            if again.status != "ok" or again.result != event.result:
+                raise ReplayError(f"{path.name}: event seq={event.seq} ({event.tool}) replays to {again.status} "
+                                  f"{again.result!r}, not the recorded {event.result!r}.")
+            applied += 1
+            if event.kind == "terminal":
+                outcome = event.result.get("outcome")
+        states.append(world.state)
+    footer = log.footer
+    counters: dict[str, Any] = footer.get("counters") or {}
+    episode = Episode(scenario.id, seed, str(log.header.get("agent", "?")), scenario.request(inst.vars),
+                      scenario.snapshot.policy.render(inst.vars["currency"]), MappingProxyType(dict(inst.vars)),
+                      inst.state, world.state, tuple(states), log.events, outcome,
+                      footer.get("stop_reason", "agent_stopped"), MappingProxyType(counters), footer.get("error"),
+                      scenario.snapshot.policy, MappingProxyType(dict(scenario.target)))
+    return episode, applied
+
+
+def replay(path: Path, scenarios: Mapping[str, Scenario]) -> ReplayReport:
+    """Rebuild the world recorded in ``path`` and confirm its final state hash."""
+    log = read_events(path)
+    episode, applied = rebuild(path, scenarios, log)
     final = log.footer.get("final_state_hash")
-    if world.state.hash != final:
-        raise ReplayError(f"{path.name}: replayed state hashes to {world.state.hash}, not the recorded {final}.")
-    return ReplayReport(sid, int(seed), applied, world.state.hash)  # type: ignore[arg-type]
+    if episode.final_state.hash != final:
+        raise ReplayError(f"{path.name}: replayed state hashes to {episode.final_state.hash}, not the recorded "
+                          f"{final}.")
+    return ReplayReport(episode.scenario, episode.seed, applied, episode.final_state.hash)

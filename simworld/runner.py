@@ -156,12 +156,38 @@ def run_post_hooks(scenario: Scenario, episode: Episode, line: dict[str, Any], o
     return errors
 
 
+def regrade(run_dir: Path, scenarios: Sequence[Scenario], out: Path) -> list[dict[str, Any]]:
+    """Grade every event log under ``run_dir/events`` again, without the agent; write result lines to ``out``."""
+    from simworld.events import read_events
+    from simworld.replay import rebuild
+
+    events_dir = run_dir / "events"
+    if not events_dir.is_dir():
+        raise ScenarioError(f"{run_dir}: no events/ directory; pass a directory written by simworld run.")
+    by_id = {s.id: s for s in scenarios}
+    logs = []
+    for path in events_dir.glob("*.jsonl"):
+        log = read_events(path)
+        logs.append(((str(log.header.get("scenario")), int(log.header.get("seed", -1)), path.name), path, log))
+    results = []
+    order = {s.id: i for i, s in enumerate(scenarios)}
+    for _key, path, log in sorted(logs, key=lambda x: (order.get(x[0][0], len(order)), x[0][1], x[0][2])):
+        episode, _ = rebuild(path, by_id, log)
+        scenario = by_id[episode.scenario]
+        line = result_line(episode, grade(scenario, episode, solution_end_states(scenario, episode.seed)))
+        line["hook_errors"] = []
+        results.append(line)
+    out.write_bytes(b"".join(canonical_bytes(r) + b"\n" for r in results))
+    return results
+
+
 def write_event_file(path: Path, scenario: Scenario, episode: Episode) -> None:
     """Write one episode's event log with its header and footer."""
     header = {"scenario": scenario.id, "seed": episode.seed, "agent": episode.agent,
               "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash}
     footer = {"outcome": episode.outcome, "stop_reason": episode.stop_reason, "error": episode.error,
-              "final_state_hash": episode.final_state.hash, "events_hash": episode.events_hash}
+              "counters": dict(episode.counters), "final_state_hash": episode.final_state.hash,
+              "events_hash": episode.events_hash}
     write_events(path, header, episode.events, footer)
 
 
