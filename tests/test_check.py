@@ -1,0 +1,108 @@
+"""`simworld check`: every shipped scenario's graders are load-bearing, and a scenario whose are not is caught."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from simworld.agents import build_agent_factory
+from simworld.check import check_scenario, mutants, parse_seeds
+from simworld.episode import Environment
+from simworld.errors import ScenarioError
+from simworld.runner import play
+from simworld.scenario import load_scenario, load_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = load_suite()
+
+
+def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def _copy(tmp_path: Path, sid: str) -> Path:
+    shutil.copytree(ROOT / "scenarios" / sid, tmp_path / "scenarios" / sid)
+    if not (tmp_path / "snapshots").exists():
+        shutil.copytree(ROOT / "snapshots", tmp_path / "snapshots")
+    return tmp_path / "scenarios" / sid
+
+
+def _edit(task: Path, **changes) -> None:
+    data = orjson.loads(task.read_bytes())
+    for k, v in changes.items():
+        if v is None:
+            data.pop(k, None)
+        else:
+            data[k] = v
+    task.write_bytes(orjson.dumps(data))
+
+
+@pytest.mark.parametrize("scenario", SUITE, ids=[s.id for s in SUITE])
+class TestShippedScenarios:
+    def test_check_passes_over_seeds(self, scenario) -> None:
+        """Solutions pass, noop fails, and no non-equivalent mutant survives, at seeds 0..9."""
+        report = check_scenario(scenario, range(10))
+        assert not report.solution_failures, report.solution_failures
+        assert not report.noop_passes
+        survivors = [(o.seed, o.mutant.description) for o in report.outcomes if o.status == "survived"]
+        assert not survivors
+        assert report.count("killed") > 0 and report.ok
+
+    def test_equivalents_have_reasons(self, scenario) -> None:
+        """Every equivalent mutant carries a reason saying why it is not a wrong answer."""
+        report = check_scenario(scenario, range(3))
+        for o in report.outcomes:
+            if o.status == "equivalent":
+                assert o.reason and ("read" in o.reason or "divides evenly" in o.reason or "solution" in o.reason)
+
+
+class TestMutants:
+    def test_operators_present(self) -> None:
+        """A split scenario gets every mutation operator the check promises."""
+        (sc,) = [s for s in SUITE if s.id == "split-balance-three-ways"]
+        reference = play(Environment(sc, 1), build_agent_factory("reference"))
+        ops = {m.operator for m in mutants(sc, reference)}
+        assert ops == {"drop-write", "drop-read", "swap-outcome", "swap-order", "paid-write", "round-each", "float"}
+
+    def test_seeds_parse(self) -> None:
+        """--seeds takes A..B inclusive or one seed, and refuses anything else with a clear message."""
+        assert parse_seeds("0..3") == [0, 1, 2, 3] and parse_seeds("7") == [7]
+        for bad in ("3..1", "a..b", "-1..2"):
+            with pytest.raises(ScenarioError, match="--seeds"):
+                parse_seeds(bad)
+
+
+class TestCatchesWeakGraders:
+    def test_non_discriminating_scenario_fails_check(self, tmp_path: Path) -> None:
+        """A scenario that only checks its stop reason lets the drop-write mutant survive: check exits 1."""
+        sc_dir = _copy(tmp_path, "waive-small-fee")
+        _edit(sc_dir / "task.json", expected_final_state=False, required_steps=None, forbidden_changes=[],
+              unauthorised_actions=False, money_invariants=False, requires={"stop_reason": "terminal"})
+        report = check_scenario(load_scenario(sc_dir), range(2))
+        assert not report.ok and report.count("survived") >= 2
+        done = simworld("check", "--suite", str(tmp_path / "scenarios"), "--seeds", "0..1")
+        assert done.returncode == 1
+        assert "SURVIVING" in done.stdout and "drop-write" in done.stdout and "waive-small-fee" in done.stdout
+
+    def test_wrong_ground_truth_fails_check(self, tmp_path: Path) -> None:
+        """A solution that the graders reject (wrong ground truth) fails the check with its failing checks."""
+        sc_dir = _copy(tmp_path, "waive-small-fee")
+        sol = sc_dir / "solution.jsonl"
+        lines = sol.read_text().splitlines()
+        sol.write_text("\n".join(line for line in lines if "waive_fee" not in line) + "\n")
+        done = simworld("check", "--suite", str(tmp_path / "scenarios"), "--seeds", "0")
+        assert done.returncode == 1 and "SOLUTION FAILS" in done.stdout
+
+    def test_cli_over_the_bundled_suite(self) -> None:
+        """`simworld check --seeds 0..2` passes the whole bundled suite with a mutation score of 1.000."""
+        done = simworld("check", "--seeds", "0..2")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "mutation score 1.000" in done.stdout
+        for sc in SUITE:
+            assert sc.id in done.stdout
+        assert "equivalent mutants" in done.stdout
