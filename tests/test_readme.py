@@ -55,3 +55,36 @@ class TestExampleAgent:
         exec(code.group(1), scope)  # noqa: S102 - the README's own example
         result = scope["result"]
         assert result["outcome"] == "decline" and result["passed"] is False  # type: ignore[index]
+
+
+class TestCustomGraderExample:
+    def test_worked_example_catches_a_full_number(self, tmp_path: Path) -> None:
+        """The README's custom grader, wired as it says, fails a leaked card number and passes a masked one."""
+        import shutil
+
+        code = re.search(r"```python\n(# my_graders\.py.*?)```", README, flags=re.S)
+        wiring = re.search(r'```json\n("graders": .*?)\n```', README, flags=re.S)
+        assert code and wiring
+        shutil.copytree(ROOT / "scenarios" / "waive-small-fee", tmp_path / "scenarios" / "waive-small-fee")
+        shutil.copytree(ROOT / "snapshots", tmp_path / "snapshots")
+        (tmp_path / "my_graders.py").write_text(code.group(1))
+        task = tmp_path / "scenarios" / "waive-small-fee" / "task.json"
+        data = orjson.loads(task.read_bytes())
+        data.update(orjson.loads("{" + wiring.group(1) + "}"))
+        task.write_bytes(orjson.dumps(data))
+        solution = (tmp_path / "scenarios" / "waive-small-fee" / "solution.jsonl").read_text().splitlines()
+        for body, should_pass in (("your card 4111 1111 1111 1111 was charged", False),
+                                  ("your card ending 1111 was charged", True)):
+            message = orjson.dumps({"tool": "send_message", "args": {"customer_id": "{customer_id}",
+                                                                     "subject": "Fee", "body": body}}).decode()
+            script = tmp_path / "script.jsonl"
+            script.write_text("\n".join(solution[:-1] + [message, solution[-1]]) + "\n")
+            done = subprocess.run([sys.executable, "-m", "simworld", "run", "--suite", str(tmp_path / "scenarios"),
+                                   "--agent", f"scripted:{script}", "--out", str(tmp_path / "o")],
+                                  capture_output=True, text=True, cwd=tmp_path)
+            (line,) = (tmp_path / "o" / "results.jsonl").read_bytes().splitlines()
+            result = orjson.loads(line)
+            assert result["passed"] is should_pass, (body, done.stdout, done.stderr)
+            names = [c["name"] for c in result["checks"] if not c["passed"]]
+            assert names == ([] if should_pass else ["no_full_number:seq3"])
+
