@@ -91,8 +91,10 @@ def money_invariants(episode: Any, even_split: bool = True) -> Verdict:
                     problems["conservation"].append(f"{plan_id}: instalments {actual}, credit {new_credit}; expected "
                                                     f"{locked} and a credit of {locked - expected}")
             elif actual != expected:
+                drift = actual - expected
+                sign = "+" if drift.minor > 0 else ""
                 problems["conservation"].append(f"{plan_id}: instalments sum to {actual}, expected {expected} "
-                                                f"({actual - expected:+} drift)")
+                                                f"({sign}{drift} drift)")
         owed_before = [i for i in before.instalments if i.status in UNPAID]
         owed_after = [i for i in after.instalments if i.status in UNPAID]
         same_total = sum(i.amount.minor for i in owed_before) == sum(i.amount.minor for i in owed_after)

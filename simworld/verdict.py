@@ -47,6 +47,8 @@ class Verdict:
         for c in checks:
             if not isinstance(c, Check):
                 raise TypeError(f"Expected Check objects but got {c!r} (type={type(c).__name__}).")
+        if score is not None and not 0.0 <= score <= 1.0:
+            raise ValueError(f"Expected score in [0, 1] but got score={score!r}.")
         return cls(checks, data, score)
 
     @property

@@ -162,8 +162,11 @@ def record_premium_change(world: World, policy_id: str, new_annual_premium: Amou
     effective = date_arg(effective_date, "effective_date")
     if not policy.term_start <= effective <= policy.term_end:
         raise ToolArgumentError(f"record_premium_change: effective_date={effective_date!r} is outside the term.")
-    change = PremiumChange(f"pc-{policy.id}-{effective.isoformat()}", policy.id, policy.currency,
-                           policy.annual_premium, new, effective)
+    change_id = f"pc-{policy.id}-{effective.isoformat()}"
+    earlier = world.state.get("premium_changes", change_id)
+    # A second change from the same date corrects the first: the premium it replaces stays the original one.
+    old = earlier.old_premium if earlier is not None else policy.annual_premium
+    change = PremiumChange(change_id, policy.id, policy.currency, old, new, effective)
     world.put(change)
     world.put(attrs.evolve(policy, annual_premium=new))
     return {"premium_change": to_json(change)}
