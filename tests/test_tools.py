@@ -552,9 +552,21 @@ class TestSetSchedule:
         refused(world, "set_schedule", {"plan_id": "pln_001", "instalments": [
             {"due_date": "2026-05-01", "amount": "-1.00"}]}, "error", "instalments[0].amount")
 
-    def test_empty_schedule_is_an_error(self, world: World) -> None:
-        """An empty list is a bad argument."""
-        refused(world, "set_schedule", {"plan_id": "pln_001", "instalments": []}, "error", "instalments")
+    def test_empty_schedule_removes_unpaid(self, world: World) -> None:
+        """An empty list removes every unpaid instalment; the paid ones stay."""
+        ok(world, "set_schedule", {"plan_id": "pln_001", "instalments": []})
+        plan = world.state.get("plans", "pln_001")
+        assert [i.status for i in plan.instalments] == ["paid"] * 4
+
+    def test_credit_is_recorded(self, world: World) -> None:
+        """A credit passed with the schedule is left on the plan as unapplied money."""
+        ok(world, "set_schedule", {"plan_id": "pln_001", "instalments": [], "credit": "200.00"})
+        (credit,) = world.state.children("credits", "plan_id", "pln_001")
+        assert str(credit.amount) == "200.00"
+
+    def test_negative_credit_is_an_error(self, world: World) -> None:
+        """A negative credit is a bad argument naming credit."""
+        refused(world, "set_schedule", {"plan_id": "pln_001", "instalments": [], "credit": "-1.00"}, "error", "credit")
 
     def test_malformed_item_is_an_error(self, world: World) -> None:
         """An item without amount, or with an extra key, is a bad argument naming the key."""
@@ -565,6 +577,14 @@ class TestSetSchedule:
 
 
 class TestChangeDueDay:
+    def test_same_day_is_a_no_op(self, world: World) -> None:
+        """Asking for the day the plan already has changes nothing and counts no change, so a retry is safe."""
+        ok(world, "change_due_day", {"plan_id": "pln_001", "day": 15})
+        after_first = world.state.hash
+        ok(world, "change_due_day", {"plan_id": "pln_001", "day": 15})
+        assert world.state.hash == after_first
+        assert world.state.get("plans", "pln_001").due_day_changes == 1
+
     def test_moves_unpaid_dates_only(self, world: World) -> None:
         """Day 15 moves seq 5-12 to the 15th and sets the anchor; paid seq 1-4 keep the 1st."""
         before = by_seq(world)

@@ -42,25 +42,35 @@ class ScheduleItem(TypedDict):
     amount: Amount
 
 
+_NO_CREDIT = Amount("0")
+
+
 def _instalment(plan_id: str, seq: int, due: Any, amount: Money) -> Instalment:
     zero = Money.zero(amount.currency)
     return Instalment(f"{plan_id}-{seq}", seq, due, amount, zero, "planned", roll(due, "following"))
 
 
 @tool(Kind.WRITE, latency=1.0)
-def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem]) -> dict[str, Any]:
+def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
+                 credit: Amount = _NO_CREDIT) -> dict[str, Any]:
     """Replace the plan's unpaid instalments with the due dates and amounts given, in order.
 
     Paid, partially paid, waived and cancelled instalments stay as they are. The system
     does not force the new amounts to add up to the old balance: that is yours to get right.
+    An empty list removes every unpaid instalment (when nothing is owed any more); a credit
+    records money owed back to the customer, e.g. when a premium decrease exceeds the balance.
 
     Args:
-        instalments: The new unpaid instalments, each {"due_date": "YYYY-MM-DD", "amount": "333.34"}, in date order.
         plan_id: The plan's id.
+        instalments: The new unpaid instalments, each {"due_date": "YYYY-MM-DD", "amount": "333.34"}, in date order.
+        credit: Unapplied money to leave on the plan for the customer, e.g. '200.00'; '0' for none.
     """
     plan, _policy = world.writable_plan(plan_id)
-    if not 1 <= len(instalments) <= 60:
-        raise ToolArgumentError(f"set_schedule: give between 1 and 60 instalments but got {len(instalments)}.")
+    if len(instalments) > 60:
+        raise ToolArgumentError(f"set_schedule: give at most 60 instalments but got {len(instalments)}.")
+    credit_money = world.money(credit, plan.currency, "credit")
+    if credit_money.minor < 0:
+        raise ToolArgumentError(f"set_schedule: credit={credit!r} is negative.")
     rows: list[tuple[date, Money]] = []
     for i, item in enumerate(instalments):
         due = date_arg(item["due_date"], f"instalments[{i}].due_date")
@@ -71,9 +81,11 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem]) ->
             raise ToolArgumentError(f"set_schedule: instalments[{i}].due_date={item['due_date']!r} is not after "
                                     f"the previous due date; give the instalments in strictly increasing date order.")
         rows.append((due, amount))
+    if not rows and not plan.instalments:
+        raise ToolArgumentError("set_schedule: the plan has no instalments; give at least one.")
     kept = [i for i in plan.instalments if i.status not in UNPAID]
     locked = [i for i in kept if i.status in LOCKED]
-    if locked and rows[0][0] <= max(i.due_date for i in locked):
+    if locked and rows and rows[0][0] <= max(i.due_date for i in locked):
         raise PolicyDenied(f"set_schedule: the first new due date {rows[0][0].isoformat()} is not after the paid "
                            f"instalment of {max(i.due_date for i in locked).isoformat()}; paid instalments are "
                            "immutable (rule paid_immutable).")
@@ -81,12 +93,17 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem]) ->
     new = [_instalment(plan.id, next_seq + k, due, amount) for k, (due, amount) in enumerate(rows)]
     plan = attrs.evolve(plan, instalments=tuple(sorted(kept + new, key=lambda i: i.seq)))
     world.put(plan)
+    if credit_money.minor:
+        n = len(world.state.children("credits", "plan_id", plan.id)) + 1
+        world.put(Credit(f"cr-{plan.id}-schedule-{n}", plan.id, plan.currency, credit_money, "schedule credit"))
     return plan_view(plan)
 
 
 @tool(Kind.WRITE, latency=1.0)
 def change_due_day(world: World, plan_id: str, day: int) -> dict[str, Any]:
     """Move every unpaid instalment to `day` of its own month (clamped to the month's end) and make it the anchor.
+
+    Asking for the day the plan already has changes nothing and does not count as a change.
 
     Args:
         plan_id: The plan's id.
@@ -95,6 +112,9 @@ def change_due_day(world: World, plan_id: str, day: int) -> dict[str, Any]:
     plan, _policy = world.writable_plan(plan_id)
     if not 1 <= day <= 31:
         raise ToolArgumentError(f"change_due_day: day must be between 1 and 31 but got day={day!r}.")
+    if day == plan.anchor_day:
+        # Already the due day: nothing moves and no change is counted, so a retry is safe.
+        return plan_view(plan)
     moved = []
     for inst in plan.instalments:
         if inst.status in UNPAID:
