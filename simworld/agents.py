@@ -54,7 +54,10 @@ class StepsAgent:
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
         """The next step, with arguments resolved against the results so far."""
-        if observation.last_tool is not None:
+        if observation.resumed:
+            # A fresh agent over a reloaded session: the log says which steps are done.
+            self.results = [h["result"] for h in observation.history]
+        elif observation.last_tool is not None:
             self.results.append(observation.last_result)
         i = len(self.results)
         if i >= len(self.steps):

@@ -102,6 +102,8 @@ class _Actions:
         self.i = 0
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
+        if observation.resumed:
+            self.i = len(observation.history)
         if self.i >= len(self.actions):
             return None
         self.i += 1
@@ -189,6 +191,8 @@ def mutants(scenario: Scenario, reference: Episode) -> list[Mutant]:
             continue
         amounts = [Decimal(str(x["amount"])) for x in a["args"]["instalments"]]
         total, n = sum(amounts, Decimal(0)), len(amounts)
+        if n == 0:
+            continue
         for op, fn in (("round-each", _round_each), ("float", _float_shares)):
             changed = actions[:i] + [_replace_amounts(a, fn(total, n, exp))] + actions[i + 1:]
             out.append(Mutant(op, f"{op} amounts of call {i} ({n} shares of {total})", tuple(changed)))

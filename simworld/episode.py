@@ -34,7 +34,13 @@ StopReason = Literal["terminal", "agent_stopped", "max_steps", "timeout", "agent
 
 @attrs.frozen
 class Observation:
-    """What the agent sees at each step."""
+    """What the agent sees at each step.
+
+    After a crash (a scenario's ``recovery`` block), a fresh agent starts with
+    ``resumed=True`` and ``history``: the session's event log so far, each entry
+    ``{"seq", "tool", "args", "status", "result"}``. The world is as it really is,
+    which may include a call the log never recorded.
+    """
 
     request: str
     policy: str
@@ -44,12 +50,34 @@ class Observation:
     last_tool: str | None = None
     last_status: str | None = None
     last_result: Any = None
+    resumed: bool = False
+    history: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The observation as JSON values (for subprocess agents and logs)."""
         return {"request": self.request, "policy": self.policy, "tools": list(self.tools),
                 "step": self.step, "now": self.now, "last_tool": self.last_tool, "last_status": self.last_status,
-                "last_result": self.last_result}
+                "last_result": self.last_result, "resumed": self.resumed, "history": list(self.history)}
+
+
+@attrs.frozen
+class Crash:
+    """Where an episode's agent died: at its ``at_call``-th call, ``position`` events into the log.
+
+    With ``after_side_effect`` the call's effect landed in the world but the session log
+    lost it: ``lost`` is that call. It is in the episode's events at ``position`` (graders
+    judge what happened) but was never in the history the resumed agent was given.
+    """
+
+    at_call: int
+    after_side_effect: bool
+    position: int
+    lost: Event | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The crash as JSON values, for the event file."""
+        return {"at_call": self.at_call, "after_side_effect": self.after_side_effect, "position": self.position,
+                "lost": self.lost.to_json() if self.lost else None}
 
 
 @attrs.frozen(eq=False)
@@ -77,6 +105,7 @@ class Episode:
     error: str | None = None
     policy: PolicyStore | None = None
     target: Mapping[str, str] = attrs.field(factory=dict)
+    crash: Crash | None = None
 
     @property
     def events_hash(self) -> str:
@@ -125,6 +154,8 @@ class Environment:
         # A fresh copy per episode: plain JSON values an agent may serialise (or even mutate) freely.
         self.tool_schemas = tuple(orjson.loads(_schema_bytes(self.scenario.tools)))
         self._steps = 0
+        self._calls = 0
+        self._crash: Crash | None = None
         self._tokens = {"input_tokens": 0, "output_tokens": 0}
         self._stop: StopReason | None = None
         self._error: str | None = None
@@ -164,6 +195,10 @@ class Environment:
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     self._tokens[key] += value
         if isinstance(action, dict) and isinstance(action.get("tool"), str):
+            self._calls += 1
+            recovery = self.scenario.recovery
+            if recovery is not None and self._crash is None and self._calls == recovery.crash_at_call:
+                return self._die(action, recovery.after_side_effect), False
             event = w.call(action["tool"], action.get("args", {}))
         else:
             event = w.invalid(action)
@@ -174,6 +209,25 @@ class Environment:
         elif wall_monotonic() - self._began > self.scenario.timeout_s:
             self._stop = "timeout"
         return self._observe(event), self.done
+
+    def _die(self, action: dict[str, Any], after_side_effect: bool) -> Observation:
+        """The agent dies making this call: before its effect lands, or after it lands but before the log has it.
+
+        Returns the first observation for a fresh agent over the reloaded session.
+        """
+        w = self.world
+        lost = None
+        position = len(w.events)
+        if after_side_effect:
+            # The durable world keeps the effect (and graders see the call); the session log never recorded it.
+            lost = w.call(action["tool"], action.get("args", {}))
+            if w.outcome is not None:  # a terminal call that landed still ends the episode
+                self._stop = "terminal"
+        self._crash = Crash(self._calls, after_side_effect, position, lost)
+        history = tuple({"seq": e.seq, "tool": e.tool, "args": e.args, "status": e.status, "result": e.result}
+                        for e in w.events[:position])
+        return Observation(self.request, self.policy_text, tuple(orjson.loads(_schema_bytes(self.scenario.tools))),
+                           self._steps, w.clock.iso(), resumed=True, history=history)
 
     def fail(self, error: str) -> None:
         """Record that the agent crashed; the episode ends and is kept as errored."""
@@ -197,7 +251,7 @@ class Environment:
         return Episode(self.scenario.id, self.seed, self.agent_name, self.request, self.policy_text, self.variables,
                        self._initial, w.state, tuple(w.states), events, w.outcome, self._stop or "agent_stopped",
                        MappingProxyType(counters), self._error, self.scenario.snapshot.policy,
-                       MappingProxyType(dict(self.scenario.target)))
+                       MappingProxyType(dict(self.scenario.target)), self._crash)
 
     def grade(self) -> dict[str, Any]:
         """Grade the sealed episode with the scenario's graders; the same result fields as ``simworld run``."""

@@ -2,7 +2,9 @@
 
 An event file starts with a header line (scenario, seed, snapshot, initial state
 hash), has one line per call (seq, simulated time, tool, args, result, status,
-latency) and ends with a footer (outcome, stop reason, final state hash). Every
+latency) and ends with a footer (outcome, stop reason, counters, final state hash).
+If the agent crashed (a recovery scenario), a crash record sits where it died,
+carrying the call whose effect landed but which the session log lost, if any. Every
 line is canonical JSON (sorted keys) so the same episode writes the same bytes.
 """
 
@@ -49,9 +51,15 @@ class Event:
                    data["latency"], data["kind"])
 
 
-def _lines(header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any]) -> bytes:
+def _lines(header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
+           crash: dict[str, Any] | None) -> bytes:
     out = [canonical_bytes({"record": "header", **header})]
-    out += [canonical_bytes(e.to_json()) for e in events]
+    listed = list(events)
+    for i in range(len(listed) + 1):
+        if crash is not None and crash["position"] == i:
+            out.append(canonical_bytes({"record": "crash", **crash}))
+        if i < len(listed):
+            out.append(canonical_bytes(listed[i].to_json()))
     out.append(canonical_bytes({"record": "footer", **footer}))
     return b"\n".join(out) + b"\n"
 
@@ -65,9 +73,10 @@ def events_hash(events: Iterable[Event]) -> str:
     return h.hexdigest()
 
 
-def write_events(path: Path, header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any]) -> None:
-    """Write an episode's event file."""
-    path.write_bytes(_lines(header, events, footer))
+def write_events(path: Path, header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
+                 crash: dict[str, Any] | None = None) -> None:
+    """Write an episode's event file; a crash record, if any, sits where the agent died."""
+    path.write_bytes(_lines(header, events, footer, crash))
 
 
 @attrs.frozen
@@ -77,6 +86,7 @@ class EventFile:
     header: dict[str, Any]
     events: tuple[Event, ...]
     footer: dict[str, Any]
+    crash: dict[str, Any] | None = None
 
 
 def read_events(path: Path) -> EventFile:
@@ -87,6 +97,7 @@ def read_events(path: Path) -> EventFile:
         raise ReplayError(f"Event file {str(path)!r} not found.") from None
     header: dict[str, Any] | None = None
     footer: dict[str, Any] = {}
+    crash: dict[str, Any] | None = None
     events: list[Event] = []
     for n, line in enumerate(raw, 1):
         if not line.strip():
@@ -100,10 +111,16 @@ def read_events(path: Path) -> EventFile:
                 footer = data
             elif record == "event":
                 events.append(Event.from_json(data))
+            elif record == "crash":
+                if data.get("lost") is not None:
+                    lost = dict(data["lost"])
+                    lost.pop("record", None)
+                    data["lost"] = Event.from_json(lost)
+                crash = data
             else:
                 raise KeyError(record)
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
             raise ReplayError(f"{path.name}:{n}: not an event line ({type(exc).__name__}: {exc}).") from None
     if header is None:
         raise ReplayError(f"{path.name}: no header line; an event file starts with {{\"record\": \"header\", ...}}.")
-    return EventFile(header, tuple(events), footer)
+    return EventFile(header, tuple(events), footer, crash)

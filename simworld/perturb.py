@@ -136,6 +136,7 @@ def world_vars(state: State, target: dict[str, str], clock: datetime) -> dict[st
         "unpaid_count": len(owed),
         "next_due_date": owed[0].due_date.isoformat() if owed else "",
         "next_seq": owed[0].seq if owed else 0,
+        "next_amount": str(owed[0].amount) if owed else "",
         "today": clock.date().isoformat(),
     }
     if locked:

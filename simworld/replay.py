@@ -17,9 +17,9 @@ from typing import Any
 import attrs
 
 from simworld.clock import SimClock, parse_instant
-from simworld.episode import Episode
+from simworld.episode import Crash, Episode
 from simworld.errors import ReplayError
-from simworld.events import EventFile, read_events
+from simworld.events import Event, EventFile, read_events
 from simworld.scenario import Scenario
 from simworld.tools import TOOLS
 from simworld.world import World
@@ -57,25 +57,43 @@ def rebuild(path: Path, scenarios: Mapping[str, Scenario], log: EventFile | None
     states = []
     applied = 0
     outcome = None
-    for event in log.events:
+    crash = None
+    if log.crash is not None:
+        c = log.crash
+        crash = Crash(int(c["at_call"]), bool(c["after_side_effect"]), int(c["position"]), c.get("lost"))
+
+    events: list[Event] = []
+
+    def apply(event: Event) -> None:
+        nonlocal applied, outcome
+        world.seq = event.seq
+        world.clock.set(parse_instant(event.at))
+        again = world.call(event.tool, event.args)
+        if again.status != event.status or again.result != event.result:
+            raise ReplayError(f"{path.name}: event seq={event.seq} ({event.tool}) replays to {again.status} "
+                              f"{again.result!r}, not the recorded {event.result!r}.")
+        applied += 1
+        if event.kind == "terminal" and event.status == "ok":
+            outcome = event.result.get("outcome")
+
+    for i, event in enumerate((*log.events, None)):
+        if crash is not None and crash.position == i and crash.lost is not None:
+            apply(crash.lost)  # the call whose effect landed though the session log lost it
+            events.append(crash.lost)
+            states.append(world.state)
+        if event is None:
+            break
         if event.status == "ok" and event.kind in ("write", "terminal"):
-            world.seq = event.seq
-            world.clock.set(parse_instant(event.at))
-            again = world.call(event.tool, event.args)
-            if again.status != "ok" or again.result != event.result:
-                raise ReplayError(f"{path.name}: event seq={event.seq} ({event.tool}) replays to {again.status} "
-                                  f"{again.result!r}, not the recorded {event.result!r}.")
-            applied += 1
-            if event.kind == "terminal":
-                outcome = event.result.get("outcome")
+            apply(event)
+        events.append(event)
         states.append(world.state)
     footer = log.footer
     counters: dict[str, Any] = footer.get("counters") or {}
     episode = Episode(scenario.id, seed, str(log.header.get("agent", "?")), scenario.request(inst.vars),
                       scenario.snapshot.policy.render(inst.vars["currency"]), MappingProxyType(dict(inst.vars)),
-                      inst.state, world.state, tuple(states), log.events, outcome,
+                      inst.state, world.state, tuple(states), tuple(events), outcome,
                       footer.get("stop_reason", "agent_stopped"), MappingProxyType(counters), footer.get("error"),
-                      scenario.snapshot.policy, MappingProxyType(dict(scenario.target)))
+                      scenario.snapshot.policy, MappingProxyType(dict(scenario.target)), crash)
     return episode, applied
 
 

@@ -46,6 +46,13 @@ def play(env: Environment, agent_factory: AgentFactory) -> Episode:
             env.fail(f"{type(exc).__name__}: {exc} (at {Path(tb.filename).name}:{tb.lineno})")
             break
         observation, _done = env.step(action)
+        if observation.resumed and not env.done:
+            # The agent died mid-call: a fresh one takes over the reloaded session.
+            try:
+                agent = agent_factory(env.scenario, env.seed, dict(env.variables))
+            except Exception as exc:
+                env.fail(f"agent could not be rebuilt after the crash: {type(exc).__name__}: {exc}")
+                break
     return env.episode()
 
 
@@ -188,7 +195,11 @@ def write_event_file(path: Path, scenario: Scenario, episode: Episode) -> None:
     footer = {"outcome": episode.outcome, "stop_reason": episode.stop_reason, "error": episode.error,
               "counters": dict(episode.counters), "final_state_hash": episode.final_state.hash,
               "events_hash": episode.events_hash}
-    write_events(path, header, episode.events, footer)
+    events = list(episode.events)
+    crash = episode.crash
+    if crash is not None and crash.lost is not None:
+        del events[crash.position]  # the session log lost it; the crash record carries it
+    write_events(path, header, events, footer, crash.to_json() if crash else None)
 
 
 def _version() -> str:

@@ -29,9 +29,10 @@ from simworld.vocab import CATEGORIES
 __all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "load_scenario", "load_suite"]
 
 TASK_KEYS = ("id", "category", "description", "snapshot", "target", "perturb", "params", "budget", "tools",
-             "allowed_outcomes", "prompt", *GRADING_KEYS)
+             "allowed_outcomes", "prompt", "recovery", *GRADING_KEYS)
 _TARGET_KEYS = ("customer", "policy", "plan", "fee")
 _BUDGET_KEYS = ("max_steps", "timeout_s")
+_RECOVERY_KEYS = ("crash_at_call", "after_side_effect")
 
 
 def bundled_root() -> Path:
@@ -55,6 +56,15 @@ class Step:
     args: dict[str, Any]
 
 
+@attrs.frozen
+class Recovery:
+    """Where the runner lets the agent die: at its ``crash_at_call``-th call (counted from 1 over the episode),
+    before the call's effect lands or, with ``after_side_effect``, after it lands but before the log records it."""
+
+    crash_at_call: int
+    after_side_effect: bool
+
+
 @attrs.frozen(eq=False)
 class Scenario:
     """A loaded, validated scenario."""
@@ -74,6 +84,7 @@ class Scenario:
     prompt: str
     solutions: tuple[tuple[Step, ...], ...]
     expectations: Expectations
+    recovery: Recovery | None = None
 
     def instance(self, seed: int) -> Perturbed:
         """The seed's perturbed initial state, clock and template variables."""
@@ -202,13 +213,22 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None) -> Scen
                                 "request_information or decline).")
         solutions.append(steps)
 
+    recovery = None
+    if "recovery" in data:
+        rec = data["recovery"]
+        _closed(task_path, "recovery", rec if isinstance(rec, dict) else {}, _RECOVERY_KEYS)
+        n, after = rec.get("crash_at_call") if isinstance(rec, dict) else None, rec.get("after_side_effect", False)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or not isinstance(after, bool):
+            raise _fail(task_path, f"recovery must be {{\"crash_at_call\": N >= 1, \"after_side_effect\": "
+                                   f"true|false}} but got {rec!r}.")
+        recovery = Recovery(n, after)
     expectations = build_expectations(task_path, data, tuple(tools), tuple(outcomes), directory.parent.parent)
     scenario = Scenario(
         id=sid, path=directory, category=data["category"], description=data.get("description", ""),
         snapshot=snapshot, target=target, perturb=spec, params=params,
         max_steps=int(budget.get("max_steps", 30)), timeout_s=float(budget.get("timeout_s", 60.0)),
         tools=tuple(tools), allowed_outcomes=tuple(outcomes), prompt=prompt, solutions=tuple(solutions),
-        expectations=expectations,
+        expectations=expectations, recovery=recovery,
     )
     # Fail at load, not at the first episode, on a placeholder no seed can fill.
     variables = scenario.instance(0).vars
