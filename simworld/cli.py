@@ -57,6 +57,10 @@ def run(
     = "reference",
     out: Annotated[Path, typer.Option(help="Directory for results.jsonl, events/ and run.json.")]
     = Path("simworld-out"),
+    split: Annotated[str, typer.Option(help="dev (the seed as given) or holdout (each scenario's reserved "
+                                            "N-th holdout seed).")] = "dev",
+    snapshot: Annotated[str | None, typer.Option(help="Run every scenario on this snapshot (e.g. large) "
+                                                      "instead of its own.")] = None,
 ) -> None:
     """Run an agent over the suite at one seed; write results, event logs and run metadata."""
     from simworld.agents import build_agent_factory
@@ -65,8 +69,9 @@ def run(
 
     try:
         factory = build_agent_factory(agent)
-        scenarios = load_suite(suite, scenario)
-        result = run_suite(scenarios, [seed], agent, factory, out, argv=sys.argv[1:], progress=_Progress())
+        scenarios = load_suite(suite, scenario, snapshot)
+        result = run_suite(scenarios, [seed], agent, factory, out, argv=sys.argv[1:], split=split,
+                           progress=_Progress())
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
     rows = [(r["scenario"], str(r["seed"]), str(r["outcome"]), "PASS" if r["passed"] else "FAIL", f"{r['total']:.2f}")
@@ -111,6 +116,47 @@ def replay(
         raise _fail(str(exc)) from None
     typer.echo(f"replayed {report.scenario} seed {report.seed}: {report.applied} write(s) re-applied; "
                f"final state hash {report.final_state_hash} confirmed")
+
+
+@app.command()
+def show(
+    scenario: Annotated[str, typer.Argument(help="Scenario id.")],
+    seed: Annotated[int, typer.Option(help="Seed to render the scenario at.")] = 0,
+    suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
+) -> None:
+    """Show what the agent would see (request, policy, tools) and a summary of the world it acts on."""
+    from simworld.scenario import load_suite
+    from simworld.show import render_scenario
+
+    try:
+        (loaded,) = load_suite(suite, [scenario])
+        typer.echo(render_scenario(loaded, seed))
+    except SimworldError as exc:
+        raise _fail(str(exc)) from None
+
+
+@app.command()
+def generate(
+    out: Annotated[Path, typer.Option(help="Where to write the snapshot, e.g. snapshots/large.json.")],
+    customers: Annotated[int, typer.Option(help="How many customers to generate.")] = 500,
+    seed: Annotated[int, typer.Option(help="Seed of the generator; the same seed writes the same bytes.")] = 1,
+    base: Annotated[str, typer.Option(help="Snapshot whose records are kept (so scenarios' targets exist).")]
+    = "small",
+) -> None:
+    """Generate a large world from a seed: the base snapshot's records plus generated customers."""
+    from simworld.generate import generate as make
+    from simworld.scenario import bundled_root
+    from simworld.snapshot import SnapshotLoader
+
+    if customers < 0:
+        raise _fail(f"--customers {customers} is negative; give a count >= 0.")
+    try:
+        data = make(SnapshotLoader().load(bundled_root() / "snapshots" / f"{base}.json"), customers, seed)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+    except (SimworldError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"wrote {out}: {len(data):,} bytes, {customers} generated customers on top of {base!r}")
 
 
 @app.command("grade")

@@ -25,6 +25,7 @@ from simworld.errors import ScenarioError
 from simworld.events import write_events
 from simworld.grading import grade_episode
 from simworld.scenario import Scenario
+from simworld.splits import effective_seed
 from simworld.state import State, canonical_bytes
 
 __all__ = ["RunResult", "grade", "play", "run_suite", "solution_end_states"]
@@ -106,7 +107,7 @@ def result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: str, agent_factory: AgentFactory,
-              out: Path | None, *, argv: Sequence[str] = (),
+              out: Path | None, *, argv: Sequence[str] = (), split: str = "dev",
               progress: Callable[[int, int, str], None] | None = None) -> RunResult:
     """Run ``agent_factory``'s agents over every (scenario, seed), grade, and write the run to ``out``."""
     began, began_epoch = wall_monotonic(), wall_time()
@@ -115,20 +116,20 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     results = []
     total = len(scenarios) * len(seeds)
     done = 0
+    plan = [(scenario, effective_seed(scenario.id, seed, split)) for scenario in scenarios for seed in seeds]
     with TimeGuard() as guard:
-        for scenario in scenarios:
-            for seed in seeds:
-                if progress:
-                    progress(done, total, f"{scenario.id} seed {seed}")
-                env = Environment(scenario, seed, agent_name=agent_name, guard=guard)
-                episode = play(env, agent_factory)
-                expected = solution_end_states(scenario, seed, guard)
-                line = result_line(episode, grade(scenario, episode, expected))
-                line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
-                results.append(line)
-                if out is not None:
-                    write_event_file(out / "events" / f"{scenario.id}__seed-{seed}.jsonl", scenario, episode)
-                done += 1
+        for scenario, seed in plan:
+            if progress:
+                progress(done, total, f"{scenario.id} seed {seed}")
+            env = Environment(scenario, seed, agent_name=agent_name, guard=guard)
+            episode = play(env, agent_factory)
+            expected = solution_end_states(scenario, seed, guard)
+            line = result_line(episode, grade(scenario, episode, expected))
+            line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
+            results.append(line)
+            if out is not None:
+                write_event_file(out / "events" / f"{scenario.id}__seed-{seed}.jsonl", scenario, episode)
+            done += 1
     if progress:
         progress(done, total, "done")
     wall = wall_monotonic() - began
@@ -141,6 +142,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
             "argv": list(argv) or sys.argv[1:],
             "agent": agent_name,
             "seeds": list(seeds),
+            "split": split,
             "scenarios": [s.id for s in scenarios],
             "episodes": len(results),
             "passed": sum(1 for r in results if r["passed"]),

@@ -133,8 +133,11 @@ def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tupl
     return tuple(steps)
 
 
-def load_scenario(directory: Path, loader: SnapshotLoader | None = None) -> Scenario:
-    """Load and validate the scenario in ``directory``; any problem is a ScenarioError naming the file."""
+def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapshot: str | None = None) -> Scenario:
+    """Load and validate the scenario in ``directory``; any problem is a ScenarioError naming the file.
+
+    ``snapshot`` runs the scenario on another world (e.g. ``large``) than its task.json names.
+    """
     loader = loader or SnapshotLoader()
     task_path = directory / "task.json"
     try:
@@ -178,20 +181,20 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None) -> Scen
             raise _fail(task_path, f"params.{name} must be one of {{kind: value}} with kind in "
                                    f"{', '.join(PARAM_KINDS)}; got {p!r}.")
 
-    snap_ref = data["snapshot"]
+    snap_ref = snapshot or data["snapshot"]
     snap_path = directory.parent.parent / "snapshots" / f"{snap_ref}.json"
     if not snap_path.exists():
         snap_path = bundled_root() / "snapshots" / f"{snap_ref}.json"
-    snapshot = loader.load(snap_path)
+    world = loader.load(snap_path)
     for key in ("customer", "policy", "plan"):
         if key not in target:
             raise _fail(task_path, f"target lacks {key!r}; name the customer, policy and plan the request is about.")
     for key, table in (("customer", "customers"), ("policy", "policies"), ("plan", "plans"), ("fee", "fees")):
-        if key in target and snapshot.base.tables[table].get(target[key]) is None:
+        if key in target and world.base.tables[table].get(target[key]) is None:
             raise _fail(task_path, f"target.{key}={target[key]!r} is not in snapshot {snap_ref!r}.")
     for cur in spec.get("currencies", []):
-        if cur not in snapshot.policy.rates:
-            known = ", ".join(sorted(snapshot.policy.rates))
+        if cur not in world.policy.rates:
+            known = ", ".join(sorted(world.policy.rates))
             raise _fail(task_path, f"perturb.currencies has {cur!r}; known: {known}.")
 
     prompt_path = directory / "prompt.md"
@@ -225,7 +228,7 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None) -> Scen
     expectations = build_expectations(task_path, data, tuple(tools), tuple(outcomes), directory.parent.parent)
     scenario = Scenario(
         id=sid, path=directory, category=data["category"], description=data.get("description", ""),
-        snapshot=snapshot, target=target, perturb=spec, params=params,
+        snapshot=world, target=target, perturb=spec, params=params,
         max_steps=int(budget.get("max_steps", 30)), timeout_s=float(budget.get("timeout_s", 60.0)),
         tools=tuple(tools), allowed_outcomes=tuple(outcomes), prompt=prompt, solutions=tuple(solutions),
         expectations=expectations, recovery=recovery,
@@ -238,7 +241,7 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None) -> Scen
     return scenario
 
 
-def load_suite(suite: Path | None = None, ids: list[str] | None = None) -> list[Scenario]:
+def load_suite(suite: Path | None = None, ids: list[str] | None = None, snapshot: str | None = None) -> list[Scenario]:
     """Load every scenario under ``suite`` (the bundled suite by default), or only ``ids``, sorted by id."""
     root = suite or bundled_root() / "scenarios"
     if not root.is_dir():
@@ -249,4 +252,4 @@ def load_suite(suite: Path | None = None, ids: list[str] | None = None) -> list[
     if missing:
         raise ScenarioError(f"Unknown scenario(s) {missing!r} in {root}; available: {', '.join(available)}.")
     loader = SnapshotLoader()
-    return [load_scenario(root / i, loader) for i in wanted]
+    return [load_scenario(root / i, loader, snapshot) for i in wanted]

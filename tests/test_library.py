@@ -1,0 +1,101 @@
+"""The scenario library around the scenarios: holdout seeds, `simworld show`, the generated large world."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simworld.errors import ScenarioError
+from simworld.generate import generate
+from simworld.scenario import bundled_root, load_suite
+from simworld.snapshot import SnapshotLoader
+from simworld.splits import HOLDOUT_BASE, effective_seed
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd)
+
+
+class TestSplits:
+    def test_dev_uses_the_seed_and_refuses_holdout_seeds(self) -> None:
+        """The dev split runs the seed as given and refuses a seed in the holdout range."""
+        assert effective_seed("x", 41, "dev") == 41
+        with pytest.raises(ScenarioError, match="reserved for the holdout split"):
+            effective_seed("x", HOLDOUT_BASE, "dev")
+
+    def test_holdout_seeds_are_reserved_per_scenario(self) -> None:
+        """Holdout seeds lie in the reserved range, differ between scenarios, and are stable."""
+        ids = [s.id for s in load_suite()]
+        seeds = {i: [effective_seed(i, n, "holdout") for n in range(20)] for i in ids}
+        for i in ids:
+            assert all(s >= HOLDOUT_BASE for s in seeds[i])
+            assert len(set(seeds[i])) == 20
+            assert seeds[i] == [effective_seed(i, n, "holdout") for n in range(20)]
+        assert len({seeds[i][0] for i in ids}) == len(ids)
+
+    def test_unknown_split(self) -> None:
+        """An unknown split names the ones there are."""
+        with pytest.raises(ScenarioError, match="dev, holdout"):
+            effective_seed("x", 1, "test")
+
+    def test_cli_holdout_run(self, tmp_path: Path) -> None:
+        """`simworld run --split holdout` runs each scenario at its reserved seed, never a dev one."""
+        done = simworld("run", "--split", "holdout", "--seed", "3", "--scenario", "waive-small-fee",
+                        "--out", str(tmp_path))
+        assert done.returncode == 0, done.stdout + done.stderr
+        import orjson
+
+        (line,) = (tmp_path / "results.jsonl").read_bytes().splitlines()
+        assert orjson.loads(line)["seed"] == effective_seed("waive-small-fee", 3, "holdout")
+        assert orjson.loads((tmp_path / "run.json").read_bytes())["split"] == "holdout"
+
+
+class TestShow:
+    def test_show_prints_what_the_agent_sees_and_the_world(self) -> None:
+        """`simworld show` prints the rendered request, the policy text, the tools and the target's records."""
+        done = simworld("show", "waive-large-fee-escalate", "--seed", "2")
+        assert done.returncode == 0, done.stderr
+        for part in ("## Request", "## Policy", "## Tools", "## World", "fee_006", "escalate [terminal]",
+                     "Olu Adeyemi", "seq  due"):
+            assert part in done.stdout
+        assert "{" not in done.stdout.split("## Request")[1].split("## Policy")[0]
+
+    def test_show_unknown_scenario(self) -> None:
+        """An unknown scenario is one error line listing what exists."""
+        done = simworld("show", "nope")
+        assert done.returncode == 2 and "nope" in done.stderr and "waive-small-fee" in done.stderr
+
+
+class TestLargeWorld:
+    def test_generate_is_deterministic_and_keeps_the_base(self) -> None:
+        """The same seed writes the same bytes; the base's records are all there; the size is about 2 MB."""
+        small = SnapshotLoader().load(bundled_root() / "snapshots" / "small.json")
+        a, b = generate(small, 500, 1), generate(small, 500, 1)
+        assert a == b and a != generate(small, 500, 2)
+        assert 1_500_000 < len(a) < 3_000_000
+        assert a == (ROOT / "snapshots" / "large.json").read_bytes(), \
+            "snapshots/large.json is stale: run simworld generate --customers 500 --seed 1 --out snapshots/large.json"
+
+    def test_large_world_is_bigger_and_loads(self) -> None:
+        """The large snapshot holds the small one's records plus hundreds of customers."""
+        loader = SnapshotLoader()
+        small = loader.load(bundled_root() / "snapshots" / "small.json")
+        large = loader.load(bundled_root() / "snapshots" / "large.json")
+        assert len(large.base.tables["customers"]) == len(small.base.tables["customers"]) + 500
+        for rid in small.base.tables["plans"]:
+            assert large.base.tables["plans"][rid] == small.base.tables["plans"][rid]
+
+    def test_suite_runs_on_the_large_world(self, tmp_path: Path) -> None:
+        """`simworld run --snapshot large` passes the reference agent on every scenario."""
+        done = simworld("run", "--snapshot", "large", "--seed", "9", "--out", str(tmp_path))
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def test_unknown_snapshot(self) -> None:
+        """--snapshot naming no file is one clear error."""
+        done = simworld("run", "--snapshot", "huge")
+        assert done.returncode == 2 and "huge" in done.stderr
