@@ -42,7 +42,7 @@ def generate(base: Snapshot, customers: int, seed: int) -> bytes:
         tables["customers"][cid] = Customer(cid, name, email, rng.random() < 0.85, rng.choice(_ZONES), "")
         for k in range(1, rng.choice([1, 1, 2]) + 1):
             _policy(tables, rng, cid, f"g{n:05d}{k}", today)
-    return dump_snapshot(State.of(Base.build(tables)), base.clock, base.policy)  # type: ignore[arg-type]
+    return dump_snapshot(State.of(Base.build(tables)), base.clock, base.policy)
 
 
 def _policy(tables: dict[str, dict[str, object]], rng: random.Random, cid: str, key: str, today: date) -> None:
