@@ -8,8 +8,8 @@ state just before it, against the limits in the policy store:
 - ``fee_waiver``: a waiver above the waiver authority, or beyond the waivers allowed in 12 months;
 - ``escalation``: a cancellation refund above the refund threshold (it must be escalated);
 - ``due_day``: a due-day change beyond those allowed per term;
-- ``deferral``: a deferral beyond those allowed per term, or of an instalment more than the allowed
-  days overdue;
+- ``deferral``: a deferral beyond those allowed per term, or while any instalment is more than the
+  allowed days overdue;
 - ``split_bounds``: a schedule with fewer or more instalments than allowed, an instalment below the
   minimum, or a due date past the term end.
 """
@@ -81,15 +81,16 @@ def _findings(episode: Any, event: Any, before: Any, after: Any) -> list[tuple[s
     elif event.tool == "defer_instalment" and plan is not None:
         if plan.deferrals >= store.count("deferrals_per_term"):
             out.append(("deferral", f"deferral number {plan.deferrals + 1} in the term"))
-        target = next((i for i in plan.instalments if i.seq == args["seq"]), None)
         limit_days = store.count("max_days_overdue_for_deferral")
-        if target is not None and target.status == "overdue" and (today - target.due_date).days > limit_days:
-            out.append(("deferral", f"instalment {target.seq} is {(today - target.due_date).days} days overdue"))
+        late = [i for i in plan.instalments if i.status == "overdue" and (today - i.due_date).days > limit_days]
+        if late:
+            out.append(("deferral", f"instalment {late[0].seq} is {(today - late[0].due_date).days} days overdue"))
     elif event.tool == "set_schedule" and plan is not None and policy is not None:
         items = args["instalments"]
         low, high = store.count("min_split"), store.count("max_split")
         old_unpaid = [i for i in plan.instalments if i.status in UNPAID]
-        if not low <= len(items) <= high and len(items) != len(old_unpaid):
+        # An empty schedule clears what is owed (e.g. a decrease beyond the balance); conservation judges that.
+        if items and not low <= len(items) <= high and len(items) != len(old_unpaid):
             out.append(("split_bounds", f"{len(items)} instalments; allowed {low} to {high}"))
         minimum = store.limit("min_instalment", plan.currency)
         small = [x["amount"] for x in items if Money.parse(x["amount"], plan.currency) < minimum]

@@ -99,7 +99,8 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
     state = state.put(new_policy).put(new_plan)
     for fee in fees:
         amount = policy_store.convert(fee.amount, currency) if currency != fee.currency else fee.amount
-        state = state.put(attrs.evolve(fee, currency=currency, amount=amount,
+        waived = shift_years(fee.waived_on, years) if fee.waived_on is not None else None
+        state = state.put(attrs.evolve(fee, currency=currency, amount=amount, waived_on=waived,
                                        charged_on=shift_years(fee.charged_on, years)))
     for pay in payments:
         allocs = tuple((seq, paid_by_seq.get(seq, Money.zero(currency))) for seq, _ in pay.allocations)
