@@ -88,3 +88,16 @@ class TestCustomGraderExample:
             names = [c["name"] for c in result["checks"] if not c["passed"]]
             assert names == ([] if should_pass else ["no_full_number:seq3"])
 
+
+class TestScenarioTable:
+    def test_table_lists_every_scenario_with_its_category_and_outcomes(self) -> None:
+        """The README's scenario table has one row per bundled scenario, with its category and outcomes."""
+        from simworld.scenario import load_suite
+
+        rows = {m.group(1): (m.group(2), m.group(3))
+                for m in re.finditer(r"^\| `([a-z0-9-]+)` \| ([a-z-]+) \| ([a-z_, ]+) \|", README, flags=re.M)}
+        suite = load_suite()
+        assert sorted(rows) == sorted(s.id for s in suite)
+        for s in suite:
+            assert rows[s.id] == (s.category, ", ".join(s.allowed_outcomes))
+
