@@ -637,7 +637,8 @@ class TestMoneyInvariants:
             v = money_invariants(solution_episode(SPLIT, SPLIT_REMAINDER_SEED, index))
             assert v.passed, [c for c in v.checks if not c.passed]
             assert {c.name for c in v.checks} == {"conservation", "whole_minor_units", "no_negative_amounts",
-                                                  "even_split", "schedule_order"}
+                                                  "even_split", "schedule_order", "paid_unchanged",
+                                                  "status_transitions"}
 
     def test_dropped_cent_fails_conservation_with_drift(self) -> None:
         """A split that drops a cent fails conservation, and the detail names the -0.01 drift."""
