@@ -9,6 +9,7 @@ Specs:
     ``reference``            plays the scenario's first solution
     ``noop``                 calls nothing
     ``random``               seeded random calls, for smoke tests of graders
+    ``drift:KIND``           the reference with one drifting computation (see simworld.drift)
     ``scripted:PATH``        plays a JSONL file of actions in order
     ``python:module:attr``   a user's agent class or callable
 """
@@ -159,6 +160,13 @@ def build_agent_factory(spec: str) -> AgentFactory:
     if spec == "random":
         return lambda sc, seed, v: RandomAgent(seed, sc.id)
     kind, _, rest = spec.partition(":")
+    if kind == "drift":
+        from simworld.drift import DRIFTS, DriftAgent
+
+        if rest not in DRIFTS:
+            raise AgentSpecError(f"--agent {spec!r}: unknown drift {rest!r}; known: "
+                                 + ", ".join(f"drift:{d}" for d in DRIFTS) + ".")
+        return lambda sc, seed, v: DriftAgent(sc.solutions[0], v, f"{sc.id}/drift", rest)
     if kind == "scripted" and rest:
         try:
             steps = read_steps(Path(rest))
@@ -173,5 +181,6 @@ def build_agent_factory(spec: str) -> AgentFactory:
             return lambda sc, seed, v: obj()
         return lambda sc, seed, v: _CallableAgent(obj)
     raise AgentSpecError(
-        f"--agent {spec!r} is not a known agent; use reference, noop, random, scripted:PATH or python:MODULE:ATTR."
+        f"--agent {spec!r} is not a known agent; use reference, noop, random, drift:KIND, scripted:PATH or "
+        "python:MODULE:ATTR."
     )

@@ -159,6 +159,52 @@ def generate(
     typer.echo(f"wrote {out}: {len(data):,} bytes, {customers} generated customers on top of {base!r}")
 
 
+@app.command()
+def probe(
+    scenario: Annotated[str, typer.Option("--scenario", help="Scenario id to probe.")],
+    agent: Annotated[str, typer.Option(help="The agent: reference, drift:KIND, python:MODULE:ATTR, ...")]
+    = "reference",
+    examples: Annotated[int, typer.Option(help="At most this many perturbed seeds.")] = 200,
+    seed: Annotated[int | None, typer.Option(help="Seed hypothesis's own search (reproducible probes).")] = None,
+    deadline: Annotated[float, typer.Option(help="Stop generating new examples after this many seconds.")] = 120.0,
+    db: Annotated[Path, typer.Option(help="Hypothesis example database: failures found are tried first next time.")]
+    = Path(".simworld-probe"),
+    suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
+) -> None:
+    """Hypothesis draws perturbed seeds until the agent drifts; print the shrunk seed and how to replay it."""
+    from simworld.agents import build_agent_factory
+    from simworld.probe import probe as run_probe
+    from simworld.scenario import load_suite
+
+    if examples < 1:
+        raise _fail(f"--examples {examples}: give at least 1.")
+    try:
+        build_agent_factory(agent)
+        (loaded,) = load_suite(suite, [scenario])
+        report = run_probe(loaded, agent, examples=examples, seed=seed, deadline_s=deadline, db=db,
+                           suite_arg=str(suite) if suite else None)
+    except SimworldError as exc:
+        raise _fail(str(exc)) from None
+    rate = f"{report.examples} example(s) in {report.seconds:.2f} s ({report.rate:.1f} examples/s)"
+    if report.failure is None:
+        note = "; stopped at the deadline" if report.stopped_by_deadline else ""
+        typer.echo(f"no drift found: {agent} on {scenario}, {rate}{note}")
+        return
+    f = report.failure
+    typer.echo(f"DRIFT: {agent} fails {scenario}; shrunk to seed {f.seed} ({rate})")
+    typer.echo("  parameters: " + ", ".join(f"{k}={v}" for k, v in f.variables.items()))
+    for line in f.failed_checks:
+        typer.echo(f"  failed check: {line}")
+    for line in f.violations:
+        typer.echo(f"  invariant: {line}")
+    for d in f.state_diff[:8]:
+        typer.echo(f"  state diff: {d['path']}: expected {d['expected']!r}, got {d['actual']!r}")
+    if len(f.state_diff) > 8:
+        typer.echo(f"  state diff: ... {len(f.state_diff) - 8} more")
+    typer.echo(f"  replay: {f.command}")
+    raise typer.Exit(1)
+
+
 @app.command("grade")
 def grade_(
     run_dir: Annotated[Path, typer.Argument(help="A directory written by simworld run (with events/).")],

@@ -11,6 +11,7 @@ DOMAIN.md's invariants, over any seed and any sequence of calls:
 ``paid_unchanged``     paid instalments are unchanged; partially paid ones change only by payment
 ``even_split``         a re-split's parts are ⌊B/N⌋ or ⌈B/N⌉, the larger ones together at one end
 ``schedule_order``     seq contiguous from 1, due dates strictly increasing, all within the term
+``anchor_dates``       every unpaid due date is the anchor day of its month, clamped to the month end
 ``transitions``        statuses move only along allowed transitions; nothing leaves paid or cancelled
 ``quiet_outcome``      decline, request_information and escalate leave the business state unchanged
 ``refund_bounds``      earned + unearned = premium exactly; 0 <= refund <= what was received
@@ -31,6 +32,7 @@ from typing import Any
 
 import attrs
 
+from simworld.dates import days_in_month
 from simworld.models import LOCKED, UNPAID
 from simworld.money import Money
 from simworld.state import State
@@ -38,13 +40,15 @@ from simworld.state import State
 __all__ = ["INVARIANTS", "Violation", "check_episode", "check_plan", "even_split_problem"]
 
 INVARIANTS = ("conservation", "whole_minor_units", "no_negative", "paid_unchanged", "even_split", "schedule_order",
-              "transitions", "quiet_outcome", "refund_bounds", "idempotency", "clock")
+              "anchor_dates", "transitions", "quiet_outcome", "refund_bounds", "idempotency", "clock")
 
 # Which statuses an instalment may move to; paid and cancelled are final.
+# (A rescheduled instalment may come back as planned: set_schedule replaces what is owed.)
+_OWED = {"planned", "due", "overdue", "paid", "partially_paid", "waived", "cancelled"}
 _ALLOWED = {
-    "planned": {"planned", "due", "overdue", "paid", "partially_paid", "waived", "cancelled"},
-    "due": {"due", "overdue", "paid", "partially_paid", "waived", "cancelled"},
-    "overdue": {"overdue", "paid", "partially_paid", "waived", "cancelled"},
+    "planned": _OWED,
+    "due": _OWED,
+    "overdue": _OWED,
     "partially_paid": {"partially_paid", "paid"},
     "paid": {"paid"},
     "waived": {"waived"},
@@ -91,10 +95,11 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
     """The invariants of plan ``plan_id`` between ``initial`` and ``final``.
 
     Args:
-        initial: The state before (an episode's initial state).
+        initial: The state before (an episode's initial state, or the state before one call).
         final: The state after.
         plan_id: The plan to judge.
-        rescheduled: Whether its unpaid instalments were replaced by a new schedule (enables even_split).
+        rescheduled: Whether ``final`` is the state right after a new schedule replaced the unpaid
+            instalments of ``initial`` (enables even_split).
         even_split: Whether a re-split with an unchanged total must be an even split.
     """
     from simworld.tools._read import pro_rata_delta
@@ -161,6 +166,11 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
         if why:
             bad("even_split", plan_id, why)
 
+    for i in owed_after:
+        day = min(after.anchor_day, days_in_month(i.due_date.year, i.due_date.month))
+        if i.due_date.day != day:
+            bad("anchor_dates", f"{plan_id}#{i.seq}", f"due {i.due_date}, but anchor day {after.anchor_day} "
+                                                     f"gives day {day} of that month")
     seqs = [i.seq for i in after.instalments]
     if seqs != list(range(1, len(seqs) + 1)):
         bad("schedule_order", plan_id, f"seq {seqs} not contiguous from 1")
@@ -183,11 +193,17 @@ def check_episode(episode: Any, *, even_split: bool = True,
                   only: Iterable[str] | None = None) -> list[Violation]:
     """Every invariant over a sealed episode: each changed plan, and the episode-wide ones."""
     initial, final = episode.initial_state, episode.final_state
-    rescheduled = {e.args.get("plan_id") for e in episode.events
-                   if e.tool == "set_schedule" and e.status == "ok" and isinstance(e.args, dict)}
     out: list[Violation] = []
     for plan_id in _changed_plans(initial, final):
-        out += check_plan(initial, final, plan_id, rescheduled=plan_id in rescheduled, even_split=even_split)
+        out += check_plan(initial, final, plan_id, even_split=False)
+    if even_split:
+        # A re-split is judged on the state it made, against the state just before it.
+        states = list(getattr(episode, "states", ()))
+        for i, event in enumerate(episode.events):
+            if event.tool == "set_schedule" and event.status == "ok" and isinstance(event.args, dict) and states:
+                before = states[i - 1] if i else initial
+                found = check_plan(before, states[i], str(event.args.get("plan_id")), rescheduled=True)
+                out += [v for v in found if v.invariant == "even_split"]
     if episode.outcome in ("decline", "request_information", "escalate") and \
             final.business_hash != initial.business_hash:
         out.append(Violation("quiet_outcome", "episode", f"outcome {episode.outcome} but the business state changed"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, Literal
 
+import attrs
+
 from simworld.dates import parse_date, schedule_dates
 from simworld.errors import DateError, ToolArgumentError
 from simworld.models import UNPAID, Plan, Policy, to_json
@@ -200,7 +202,15 @@ def quote_premium_change(world: World, policy_id: str, new_annual_premium: Amoun
     if not plans:
         raise ToolArgumentError(f"quote_premium_change: policy {policy.id!r} has no plan.")
     plan = plans[0]
-    delta, days = pro_rata_delta(policy, new, effective)
+    earlier = world.state.get("premium_changes", f"pc-{policy.id}-{effective.isoformat()}")
+    if earlier is None:
+        delta, days = pro_rata_delta(policy, new, effective)
+    else:
+        # A second change from the same date corrects the first: the total change from the original premium
+        # is rounded once, less what the first change already added.
+        as_was = attrs.evolve(policy, annual_premium=earlier.old_premium)
+        delta, days = pro_rata_delta(as_was, new, effective)
+        delta = delta - pro_rata_delta(as_was, earlier.new_premium, effective)[0]
     owed = unpaid(plan)
     balance = unpaid_balance(plan)
     new_balance = balance + delta

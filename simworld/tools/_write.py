@@ -89,9 +89,16 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
         raise PolicyDenied(f"set_schedule: the first new due date {rows[0][0].isoformat()} is not after the paid "
                            f"instalment of {max(i.due_date for i in locked).isoformat()}; paid instalments are "
                            "immutable (rule paid_immutable).")
-    next_seq = max((i.seq for i in kept), default=0) + 1
-    new = [_instalment(plan.id, next_seq + k, due, amount) for k, (due, amount) in enumerate(rows)]
-    plan = attrs.evolve(plan, instalments=tuple(sorted(kept + new, key=lambda i: i.seq)))
+    # Paid instalments keep their seq. The new ones and the cancelled or waived ones kept for history take the
+    # other seqs in date order, so seq stays contiguous however many instalments the new schedule has.
+    taken = {i.seq for i in locked}
+    free = [n for n in range(1, len(kept) + len(rows) + 1) if n not in taken]
+    movable = sorted([(i.due_date, 0, i) for i in kept if i.status not in LOCKED] +
+                     [(due, 1, _instalment(plan.id, 0, due, amount)) for due, amount in rows],
+                     key=lambda x: (x[0], x[1]))
+    placed = [attrs.evolve(inst, seq=seq, id=f"{plan.id}-{seq}") for seq, (_d, _n, inst) in
+              zip(free, movable, strict=True)]
+    plan = attrs.evolve(plan, instalments=tuple(sorted(locked + placed, key=lambda i: i.seq)))
     world.put(plan)
     if credit_money.minor:
         n = len(world.state.children("credits", "plan_id", plan.id)) + 1
