@@ -19,7 +19,7 @@ from simworld.errors import (
     ToolError,
 )
 from simworld.money import Money, allocate, allocate_ratios
-from simworld.runner import run_suite
+from simworld.runner import run_one, run_suite
 from simworld.scenario import Scenario, load_scenario, load_suite
 from simworld.tools import OUTCOMES, TOOLS, Kind, tool
 from simworld.verdict import Check, Verdict
@@ -58,6 +58,7 @@ __all__ = [
     "load_scenario",
     "load_suite",
     "make",
+    "run_one",
     "run_suite",
     "tool",
 ]

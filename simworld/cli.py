@@ -165,7 +165,9 @@ def probe(
     agent: Annotated[str, typer.Option(help="The agent: reference, drift:KIND, python:MODULE:ATTR, ...")]
     = "reference",
     examples: Annotated[int, typer.Option(help="At most this many perturbed seeds.")] = 200,
-    seed: Annotated[int | None, typer.Option(help="Seed hypothesis's own search (reproducible probes).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed hypothesis's own search, for a reproducible probe "
+                                                  "(as in hypothesis, a seeded search leaves the database alone).")]
+    = None,
     deadline: Annotated[float, typer.Option(help="Stop generating new examples after this many seconds.")] = 120.0,
     db: Annotated[Path, typer.Option(help="Hypothesis example database: failures found are tried first next time.")]
     = Path(".simworld-probe"),

@@ -28,7 +28,7 @@ from simworld.scenario import Scenario
 from simworld.splits import effective_seed
 from simworld.state import State, canonical_bytes
 
-__all__ = ["RunResult", "grade", "play", "run_suite", "solution_end_states"]
+__all__ = ["RunResult", "grade", "play", "run_one", "run_suite", "solution_end_states"]
 
 
 def play(env: Environment, agent_factory: AgentFactory) -> Episode:
@@ -55,6 +55,16 @@ def play(env: Environment, agent_factory: AgentFactory) -> Episode:
                 env.fail(f"agent could not be rebuilt after the crash: {type(exc).__name__}: {exc}")
                 break
     return env.episode()
+
+
+def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Episode, dict[str, Any]]:
+    """Run one episode of ``agent`` (a class or a zero-argument factory) and grade it.
+
+    Returns the sealed episode and its result fields, as ``simworld run`` would write them.
+    """
+    episode = play(Environment(scenario, seed, agent_name=getattr(agent, "__name__", "agent")),
+                   lambda sc, s, v: agent())
+    return episode, result_line(episode, grade(scenario, episode, solution_end_states(scenario, seed)))
 
 
 def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> tuple[State, ...]:

@@ -101,3 +101,17 @@ class TestScenarioTable:
         for s in suite:
             assert rows[s.id] == (s.category, ", ".join(s.allowed_outcomes))
 
+
+class TestPropertySuiteExample:
+    def test_regression_suite_example_runs(self, tmp_path: Path) -> None:
+        """The README's property-based suite, with the README's example agent, passes under pytest."""
+        suite = re.search(r"```python\n(# test_my_agent\.py.*?)```", README, flags=re.S)
+        agent = re.search(r"```python\n(# my_agent\.py.*?)```", README, flags=re.S)
+        assert suite and agent
+        assert len([x for x in suite.group(1).splitlines() if x.strip() and not x.startswith("#")]) < 15
+        (tmp_path / "my_agent.py").write_text(agent.group(1))
+        (tmp_path / "test_my_agent.py").write_text(suite.group(1).replace("max_examples=200", "max_examples=30"))
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_agent.py"],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+
