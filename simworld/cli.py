@@ -207,6 +207,34 @@ def probe(
     raise typer.Exit(1)
 
 
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A directory written by simworld run.")],
+    format: Annotated[str, typer.Option("--format", help="native, openai or trl.")] = "native",
+    passed_only: Annotated[bool, typer.Option("--passed-only", help="Only episodes that passed.")] = False,
+    min_score: Annotated[float | None, typer.Option(help="Only episodes whose total is at least this.")] = None,
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Only this scenario; repeat for several.")]
+    = None,
+    out: Annotated[Path | None, typer.Option(help="Output file. Default: standard output.")] = None,
+) -> None:
+    """Export a run's episodes as JSON lines for training: native, OpenAI chat fine-tuning or TRL."""
+    from simworld.export import export_run
+
+    try:
+        if out is None:
+            report = export_run(run_dir, format, sys.stdout.buffer, passed_only=passed_only, min_score=min_score,
+                                scenarios=scenario or ())
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with out.open("wb") as f:
+                report = export_run(run_dir, format, f, passed_only=passed_only, min_score=min_score,
+                                    scenarios=scenario or ())
+    except (SimworldError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"exported {report.written} episode(s) as {format}; {report.filtered} filtered out, "
+               f"{report.holdout_skipped} holdout episode(s) never exported", err=True)
+
+
 @app.command("grade")
 def grade_(
     run_dir: Annotated[Path, typer.Argument(help="A directory written by simworld run (with events/).")],

@@ -106,6 +106,7 @@ class Episode:
     policy: PolicyStore | None = None
     target: Mapping[str, str] = attrs.field(factory=dict)
     crash: Crash | None = None
+    tools: tuple[str, ...] = ()
 
     @property
     def events_hash(self) -> str:
@@ -251,7 +252,7 @@ class Environment:
         return Episode(self.scenario.id, self.seed, self.agent_name, self.request, self.policy_text, self.variables,
                        self._initial, w.state, tuple(w.states), events, w.outcome, self._stop or "agent_stopped",
                        MappingProxyType(counters), self._error, self.scenario.snapshot.policy,
-                       MappingProxyType(dict(self.scenario.target)), self._crash)
+                       MappingProxyType(dict(self.scenario.target)), self._crash, self.scenario.tools)
 
     def grade(self) -> dict[str, Any]:
         """Grade the sealed episode with the scenario's graders; the same result fields as ``simworld run``."""

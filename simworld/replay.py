@@ -93,7 +93,7 @@ def rebuild(path: Path, scenarios: Mapping[str, Scenario], log: EventFile | None
                       scenario.snapshot.policy.render(inst.vars["currency"]), MappingProxyType(dict(inst.vars)),
                       inst.state, world.state, tuple(states), tuple(events), outcome,
                       footer.get("stop_reason", "agent_stopped"), MappingProxyType(counters), footer.get("error"),
-                      scenario.snapshot.policy, MappingProxyType(dict(scenario.target)), crash)
+                      scenario.snapshot.policy, MappingProxyType(dict(scenario.target)), crash, scenario.tools)
     return episode, applied
 
 

@@ -203,7 +203,8 @@ def regrade(run_dir: Path, scenarios: Sequence[Scenario], out: Path) -> list[dic
 def write_event_file(path: Path, scenario: Scenario, episode: Episode) -> None:
     """Write one episode's event log with its header and footer."""
     header = {"scenario": scenario.id, "seed": episode.seed, "agent": episode.agent,
-              "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash}
+              "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash,
+              "request": episode.request, "policy": episode.policy_text, "tools": list(scenario.tools)}
     footer = {"outcome": episode.outcome, "stop_reason": episode.stop_reason, "error": episode.error,
               "counters": dict(episode.counters), "final_state_hash": episode.final_state.hash,
               "events_hash": episode.events_hash}
