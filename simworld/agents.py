@@ -10,6 +10,7 @@ Specs:
     ``noop``                 calls nothing
     ``random``               seeded random calls, for smoke tests of graders
     ``drift:KIND``           the reference with one drifting computation (see simworld.drift)
+    ``cmd:"COMMAND"``        an agent process speaking JSON lines (see simworld.subprocess_agent)
     ``scripted:PATH``        plays a JSONL file of actions in order
     ``python:module:attr``   a user's agent class or callable
 """
@@ -151,8 +152,11 @@ def _import(target: str, spec: str) -> Any:
     return obj
 
 
-def build_agent_factory(spec: str) -> AgentFactory:
-    """Turn an ``--agent`` spec into a factory of fresh agents, failing now on a bad spec."""
+def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFactory:
+    """Turn an ``--agent`` spec into a factory of fresh agents, failing now on a bad spec.
+
+    ``base_url`` is for ``openai:MODEL``: any OpenAI-compatible chat completions endpoint.
+    """
     if spec == "reference":
         return lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/solution-0")
     if spec == "noop":
@@ -167,6 +171,12 @@ def build_agent_factory(spec: str) -> AgentFactory:
             raise AgentSpecError(f"--agent {spec!r}: unknown drift {rest!r}; known: "
                                  + ", ".join(f"drift:{d}" for d in DRIFTS) + ".")
         return lambda sc, seed, v: DriftAgent(sc.solutions[0], v, f"{sc.id}/drift", rest)
+    if kind == "cmd":
+        if not rest.strip():
+            raise AgentSpecError(f'--agent {spec!r}: expected cmd:"COMMAND", e.g. cmd:"python examples/agent.py".')
+        from simworld.subprocess_agent import SubprocessAgent
+
+        return lambda sc, seed, v: SubprocessAgent(rest, sc.timeout_s)
     if kind == "scripted" and rest:
         try:
             steps = read_steps(Path(rest))
@@ -181,6 +191,6 @@ def build_agent_factory(spec: str) -> AgentFactory:
             return lambda sc, seed, v: obj()
         return lambda sc, seed, v: _CallableAgent(obj)
     raise AgentSpecError(
-        f"--agent {spec!r} is not a known agent; use reference, noop, random, drift:KIND, scripted:PATH or "
-        "python:MODULE:ATTR."
+        f"--agent {spec!r} is not a known agent; use reference, noop, random, drift:KIND, scripted:PATH, "
+        'cmd:"COMMAND" or python:MODULE:ATTR.'
     )

@@ -61,6 +61,10 @@ def run(
                                             "N-th holdout seed).")] = "dev",
     snapshot: Annotated[str | None, typer.Option(help="Run every scenario on this snapshot (e.g. large) "
                                                       "instead of its own.")] = None,
+    trials: Annotated[int, typer.Option(help="Run each scenario and seed K times; report pass^k.")] = 1,
+    concurrency: Annotated[int, typer.Option(help="Episodes at once, for agents that wait on the network.")] = 1,
+    base_url: Annotated[str | None, typer.Option(help="For --agent openai:MODEL: an OpenAI-compatible endpoint.")]
+    = None,
 ) -> None:
     """Run an agent over the suite at one seed; write results, event logs and run metadata."""
     from simworld.agents import build_agent_factory
@@ -68,19 +72,23 @@ def run(
     from simworld.scenario import load_suite
 
     try:
-        factory = build_agent_factory(agent)
+        factory = build_agent_factory(agent, base_url=base_url)
         scenarios = load_suite(suite, scenario, snapshot)
-        result = run_suite(scenarios, [seed], agent, factory, out, argv=sys.argv[1:], split=split,
-                           progress=_Progress())
+        result = run_suite(scenarios, [seed], agent, factory, out, argv=sys.argv[1:], split=split, trials=trials,
+                           concurrency=concurrency, progress=_Progress())
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
-    rows = [(r["scenario"], str(r["seed"]), str(r["outcome"]), "PASS" if r["passed"] else "FAIL", f"{r['total']:.2f}")
-            for r in result.results]
-    head = ("scenario", "seed", "outcome", "passed", "score")
+    rows = [(r["scenario"], str(r["seed"]), *((str(r["trial"]),) if trials > 1 else ()), str(r["outcome"]),
+             "PASS" if r["passed"] else "FAIL", f"{r['total']:.2f}") for r in result.results]
+    head = ("scenario", "seed", *(("trial",) if trials > 1 else ()), "outcome", "passed", "score")
     widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
     for row in (head, *rows):
         typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     passed = sum(1 for r in result.results if r["passed"])
+    if trials > 1:
+        typer.echo("\nper task: " + ", ".join(f"{t['scenario']}@{t['seed']} {t['successes']}/{t['trials']}"
+                                              for t in result.summary["tasks"]))
+        typer.echo("  ".join(f"{k} {v:.3f}" for k, v in result.summary["pass_hat_k"].items()))
     typer.echo(f"{passed}/{len(rows)} passed; agent {agent}; seed {seed}; "
                f"{len(rows) / max(result.wall_seconds, 1e-9):.1f} episodes/s; written to {out}/")
     if passed != len(rows):
@@ -233,6 +241,29 @@ def export(
         raise _fail(str(exc)) from None
     typer.echo(f"exported {report.written} episode(s) as {format}; {report.filtered} filtered out, "
                f"{report.holdout_skipped} holdout episode(s) never exported", err=True)
+
+
+@app.command()
+def serve(
+    scenario: Annotated[str, typer.Option(help="Scenario id.")],
+    seed: Annotated[int, typer.Option(help="Seed that perturbs the scenario.")] = 0,
+    transport: Annotated[str, typer.Option(help="stdio, or http (streamable HTTP at http://HOST:PORT/mcp).")]
+    = "stdio",
+    out: Annotated[Path | None, typer.Option(help="Directory for results.jsonl and events/ when the episode ends.")]
+    = None,
+    host: Annotated[str, typer.Option(help="Address to bind with --transport http.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind with --transport http.")] = 8000,
+    suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
+) -> None:
+    """Serve one episode's tools over MCP for an MCP client's model to play; grade and write it when it ends."""
+    from simworld.mcp_server import serve as do_serve
+    from simworld.scenario import load_suite
+
+    try:
+        (loaded,) = load_suite(suite, [scenario])
+        do_serve(loaded, seed, transport=transport, out=out, host=host, port=port)
+    except (SimworldError, OSError) as exc:
+        raise _fail(str(exc)) from None
 
 
 @app.command("grade")

@@ -35,6 +35,7 @@ import orjson
 
 from simworld.errors import SimworldError
 from simworld.events import Event, read_events
+from simworld.runner import event_file_name
 from simworld.splits import is_holdout
 from simworld.state import canonical_bytes
 from simworld.tools import TOOLS
@@ -179,7 +180,7 @@ def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = F
             if not keep:
                 filtered += 1
                 continue
-            events = run_dir / "events" / f"{r['scenario']}__seed-{r['seed']}.jsonl"
+            events = run_dir / "events" / event_file_name(r["scenario"], int(r["seed"]), int(r.get("trial", 0)))
             out.write(line(_from_file(events, r), fmt))
             written += 1
     return ExportReport(written, filtered, holdout)

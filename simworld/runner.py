@@ -8,10 +8,14 @@ value may appear).
 
 from __future__ import annotations
 
+import contextlib
+import math
 import platform
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +32,8 @@ from simworld.scenario import Scenario
 from simworld.splits import effective_seed
 from simworld.state import State, canonical_bytes
 
-__all__ = ["RunResult", "grade", "play", "run_one", "run_suite", "solution_end_states"]
+__all__ = ["RunResult", "event_file_name", "grade", "pass_hat_k", "play", "run_one", "run_suite",
+           "solution_end_states"]
 
 
 def play(env: Environment, agent_factory: AgentFactory) -> Episode:
@@ -43,18 +48,37 @@ def play(env: Environment, agent_factory: AgentFactory) -> Episode:
         try:
             action = agent.act(observation)
         except Exception as exc:
-            tb = traceback.extract_tb(exc.__traceback__)[-1]
-            env.fail(f"{type(exc).__name__}: {exc} (at {Path(tb.filename).name}:{tb.lineno})")
+            env.fail(_describe(exc))
             break
         observation, _done = env.step(action)
         if observation.resumed and not env.done:
             # The agent died mid-call: a fresh one takes over the reloaded session.
+            _close(agent, None, "agent_error")
             try:
                 agent = agent_factory(env.scenario, env.seed, dict(env.variables))
             except Exception as exc:
                 env.fail(f"agent could not be rebuilt after the crash: {type(exc).__name__}: {exc}")
                 break
-    return env.episode()
+    episode = env.episode()
+    _close(agent, episode.outcome, episode.stop_reason)
+    return episode
+
+
+def _describe(exc: BaseException) -> str:
+    from simworld.subprocess_agent import AgentProcessError
+
+    if isinstance(exc, AgentProcessError):
+        return f"{type(exc).__name__}: {exc}"
+    tb = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {exc} (at {Path(tb.filename).name}:{tb.lineno})"
+
+
+def _close(agent: Any, outcome: str | None, stop_reason: str) -> None:
+    """Tell an agent that has an ``end`` method (a process, a connection) that its episode is over."""
+    end = getattr(agent, "end", None)
+    if callable(end):
+        with contextlib.suppress(Exception):  # closing must never lose the episode
+            end(outcome, stop_reason)
 
 
 def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Episode, dict[str, Any]]:
@@ -94,11 +118,12 @@ def grade(scenario: Scenario, episode: Episode, solutions: Sequence[State]) -> d
 
 @attrs.frozen
 class RunResult:
-    """What a run produced: one result per episode, and where it was written."""
+    """What a run produced: one result per episode, where it was written, and pass^k over trials."""
 
     results: tuple[dict[str, Any], ...]
     out: Path | None
     wall_seconds: float
+    summary: dict[str, Any] = attrs.field(factory=dict)
 
 
 def result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
@@ -116,33 +141,68 @@ def result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def event_file_name(scenario_id: str, seed: int, trial: int = 0) -> str:
+    """The event log's file name in a run's ``events/`` directory."""
+    return f"{scenario_id}__seed-{seed}.jsonl" if trial == 0 else f"{scenario_id}__seed-{seed}__trial-{trial}.jsonl"
+
+
+def pass_hat_k(successes: Sequence[int], trials: int) -> dict[str, float]:
+    """pass^k as tau-bench defines it: the mean over tasks of C(c, k) / C(n, k), for k = 1..n."""
+    out = {}
+    for k in range(1, trials + 1):
+        out[f"pass^{k}"] = round(sum(math.comb(c, k) / math.comb(trials, k) for c in successes) / len(successes), 6)
+    return out
+
+
 def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: str, agent_factory: AgentFactory,
-              out: Path | None, *, argv: Sequence[str] = (), split: str = "dev",
-              progress: Callable[[int, int, str], None] | None = None) -> RunResult:
-    """Run ``agent_factory``'s agents over every (scenario, seed), grade, and write the run to ``out``."""
+              out: Path | None, *, argv: Sequence[str] = (), split: str = "dev", trials: int = 1,
+              concurrency: int = 1, progress: Callable[[int, int, str], None] | None = None) -> RunResult:
+    """Run ``agent_factory``'s agents over every (scenario, seed), ``trials`` times each; grade; write to ``out``.
+
+    With ``concurrency`` > 1 episodes run on that many threads (for agents that wait on the
+    network); results are written in the same order and are the same, since each episode
+    depends only on its agent's actions. freezegun is process-wide, so concurrent runs do
+    not show simulated time to foreign code.
+    """
+    if trials < 1 or concurrency < 1:
+        raise ScenarioError(f"--trials {trials} and --concurrency {concurrency} must both be at least 1.")
     began, began_epoch = wall_monotonic(), wall_time()
     if out is not None:
         (out / "events").mkdir(parents=True, exist_ok=True)
-    results = []
-    total = len(scenarios) * len(seeds)
-    done = 0
-    plan = [(scenario, effective_seed(scenario.id, seed, split)) for scenario in scenarios for seed in seeds]
-    with TimeGuard() as guard:
-        for scenario, seed in plan:
-            if progress:
-                progress(done, total, f"{scenario.id} seed {seed}")
-            env = Environment(scenario, seed, agent_name=agent_name, guard=guard)
-            episode = play(env, agent_factory)
-            expected = solution_end_states(scenario, seed, guard)
-            line = result_line(episode, grade(scenario, episode, expected))
+    plan = [(scenario, effective_seed(scenario.id, seed, split), trial)
+            for scenario in scenarios for seed in seeds for trial in range(trials)]
+    total = len(plan)
+    solutions: dict[tuple[str, int], tuple[State, ...]] = {}
+    lock = threading.Lock()
+    done = [0]
+
+    def one(job: tuple[Scenario, int, int], guard: TimeGuard | None) -> dict[str, Any]:
+        scenario, seed, trial = job
+        if progress:
+            with lock:
+                progress(done[0], total, f"{scenario.id} seed {seed}" + (f" trial {trial}" if trials > 1 else ""))
+        episode = play(Environment(scenario, seed, agent_name=agent_name, guard=guard), agent_factory)
+        key = (scenario.id, seed)
+        if key not in solutions:
+            solutions[key] = solution_end_states(scenario, seed, guard)
+        line = {**result_line(episode, grade(scenario, episode, solutions[key])), "trial": trial}
+        with lock:
             line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
-            results.append(line)
-            if out is not None:
-                write_event_file(out / "events" / f"{scenario.id}__seed-{seed}.jsonl", scenario, episode)
-            done += 1
+            done[0] += 1
+        if out is not None:
+            write_event_file(out / "events" / event_file_name(scenario.id, seed, trial), scenario, episode, trial)
+        return line
+
+    if concurrency == 1:
+        with TimeGuard() as guard:
+            results = [one(job, guard) for job in plan]
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            results = list(pool.map(lambda job: one(job, None), plan))
     if progress:
-        progress(done, total, "done")
+        progress(total, total, "done")
     wall = wall_monotonic() - began
+    summary = _summary(results, trials)
     if out is not None:
         (out / "results.jsonl").write_bytes(b"".join(canonical_bytes(r) + b"\n" for r in results))
         meta = {
@@ -153,14 +213,26 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
             "agent": agent_name,
             "seeds": list(seeds),
             "split": split,
+            "trials": trials,
+            "concurrency": concurrency,
             "scenarios": [s.id for s in scenarios],
             "episodes": len(results),
             "passed": sum(1 for r in results if r["passed"]),
+            **summary,
             "started_at_epoch": round(began_epoch, 3),
             "wall_seconds": round(wall, 4),
         }
         (out / "run.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-    return RunResult(tuple(results), out, wall)
+    return RunResult(tuple(results), out, wall, summary)
+
+
+def _summary(results: Sequence[dict[str, Any]], trials: int) -> dict[str, Any]:
+    counts: dict[tuple[str, int], int] = {}
+    for r in results:
+        key = (r["scenario"], r["seed"])
+        counts[key] = counts.get(key, 0) + int(r["passed"])
+    tasks = [{"scenario": s, "seed": seed, "successes": c, "trials": trials} for (s, seed), c in counts.items()]
+    return {"pass_hat_k": pass_hat_k(list(counts.values()), trials) if counts else {}, "tasks": tasks}
 
 
 def run_post_hooks(scenario: Scenario, episode: Episode, line: dict[str, Any], out: Path | None) -> list[str]:
@@ -187,22 +259,23 @@ def regrade(run_dir: Path, scenarios: Sequence[Scenario], out: Path) -> list[dic
     logs = []
     for path in events_dir.glob("*.jsonl"):
         log = read_events(path)
-        logs.append(((str(log.header.get("scenario")), int(log.header.get("seed", -1)), path.name), path, log))
+        logs.append(((str(log.header.get("scenario")), int(log.header.get("seed", -1)),
+                      int(log.header.get("trial", 0))), path, log))
     results = []
     order = {s.id: i for i, s in enumerate(scenarios)}
     for _key, path, log in sorted(logs, key=lambda x: (order.get(x[0][0], len(order)), x[0][1], x[0][2])):
         episode, _ = rebuild(path, by_id, log)
         scenario = by_id[episode.scenario]
-        line = result_line(episode, grade(scenario, episode, solution_end_states(scenario, episode.seed)))
-        line["hook_errors"] = []
+        line = {**result_line(episode, grade(scenario, episode, solution_end_states(scenario, episode.seed))),
+                "trial": int(log.header.get("trial", 0)), "hook_errors": []}
         results.append(line)
     out.write_bytes(b"".join(canonical_bytes(r) + b"\n" for r in results))
     return results
 
 
-def write_event_file(path: Path, scenario: Scenario, episode: Episode) -> None:
+def write_event_file(path: Path, scenario: Scenario, episode: Episode, trial: int = 0) -> None:
     """Write one episode's event log with its header and footer."""
-    header = {"scenario": scenario.id, "seed": episode.seed, "agent": episode.agent,
+    header = {"scenario": scenario.id, "seed": episode.seed, "trial": trial, "agent": episode.agent,
               "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash,
               "request": episode.request, "policy": episode.policy_text, "tools": list(scenario.tools)}
     footer = {"outcome": episode.outcome, "stop_reason": episode.stop_reason, "error": episode.error,

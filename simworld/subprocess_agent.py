@@ -1,0 +1,152 @@
+"""``--agent cmd:"COMMAND"``: an agent in another process, in any language, speaking JSON lines.
+
+The protocol, one JSON object per line:
+
+- simworld writes to the agent's stdin one **observation** per step: the same fields a
+  Python agent gets (``request``, ``policy``, ``tools``, ``step``, ``now``, ``last_tool``,
+  ``last_status``, ``last_result``, ``resumed``, ``history``), plus ``"type": "observation"``;
+- the agent answers on stdout with one **action**: ``{"tool": NAME, "args": {...}}``
+  (optionally with ``"usage": {"input_tokens": N, "output_tokens": M}``), or ``null`` to stop;
+- when the episode ends simworld writes ``{"type": "end", "outcome": ..., "stop_reason": ...}``
+  and closes stdin; the agent should exit.
+
+One process runs one episode (a crash after a recovery scenario's crash point starts a
+fresh one). Anything the agent writes to stderr is kept (the last lines go into the
+error if it fails). A process that exits, hangs past the episode's timeout, or prints
+a line that is not JSON is recorded as errored, with the reason, and the run goes on;
+its whole process group is terminated, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import threading
+from collections import deque
+from typing import IO, Any
+
+import orjson
+
+from simworld.clock import wall_monotonic
+from simworld.episode import Observation
+
+__all__ = ["AgentProcessError", "SubprocessAgent"]
+
+
+class AgentProcessError(RuntimeError):
+    """The agent process crashed, hung or broke the protocol (the episode is recorded as errored)."""
+
+
+def _wait(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    """Wait up to ``seconds`` for ``proc`` to exit, on the real clock.
+
+    ``Popen.wait(timeout=...)`` reads ``time.monotonic``, which freezegun stops during a run,
+    so its timeout would never expire; this polls against a clock freezegun cannot reach.
+    """
+    deadline = wall_monotonic() + seconds
+    pause = threading.Event()
+    while proc.poll() is None and wall_monotonic() < deadline:
+        pause.wait(0.01)
+
+
+class SubprocessAgent:
+    """Drives one agent process for one episode."""
+
+    def __init__(self, command: str, timeout_s: float) -> None:
+        self.command = command
+        self.argv = shlex.split(command)
+        self.timeout_s = timeout_s
+        self.began = wall_monotonic()
+        try:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            raise AgentProcessError(f"cannot start agent command {command!r}: {exc.strerror or exc}") from None
+        self.lines: deque[bytes] = deque()
+        self.ready = threading.Event()
+        self.eof = False
+        self.stderr_tail: deque[str] = deque(maxlen=20)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.lines.append(raw)
+            self.ready.set()
+        self.eof = True
+        self.ready.set()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.stderr_tail.append(raw.decode("utf-8", "replace").rstrip())
+
+    def _why(self) -> str:
+        tail = " | ".join(list(self.stderr_tail)[-3:])
+        return f"; stderr: {tail}" if tail else ""
+
+    def _send(self, message: dict[str, Any]) -> None:
+        stdin: IO[bytes] | None = self.proc.stdin
+        try:
+            assert stdin is not None
+            stdin.write(orjson.dumps(message) + b"\n")
+            stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            self.close()
+            raise AgentProcessError(f"agent process exited (code {self.proc.poll()}) before reading its "
+                                    f"observation{self._why()}") from None
+
+    def act(self, observation: Observation) -> dict[str, Any] | None:
+        """Send the observation; wait (within the episode's timeout) for one action line."""
+        self._send({"type": "observation", **observation.to_json()})
+        while not self.lines:
+            if self.eof:
+                self.close()
+                raise AgentProcessError(f"agent process exited with code {self.proc.returncode} without an "
+                                        f"action{self._why()}")
+            remaining = self.timeout_s - (wall_monotonic() - self.began)
+            if remaining <= 0:
+                self.close()
+                raise AgentProcessError(f"agent process gave no action within the {self.timeout_s:g} s timeout; "
+                                        "it was killed")
+            self.ready.clear()
+            if not self.lines and not self.eof:
+                self.ready.wait(min(remaining, 1.0))
+        raw = self.lines.popleft()
+        try:
+            action = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            self.close()
+            shown = raw.decode("utf-8", "replace").strip()[:120]
+            raise AgentProcessError(f"agent printed a line that is not JSON: {shown!r}; every stdout line must be "
+                                    'one action, {"tool": NAME, "args": {...}} or null') from None
+        if action is None:
+            return None
+        if not isinstance(action, dict):
+            return {"tool": None, "args": action}  # a wrong shape is an error result the agent can read
+        return action
+
+    def end(self, outcome: str | None, stop_reason: str) -> None:
+        """Tell the agent the episode is over, then make sure it is gone."""
+        with contextlib.suppress(AgentProcessError):
+            self._send({"type": "end", "outcome": outcome, "stop_reason": stop_reason})
+        self.close()
+
+    def close(self) -> None:
+        """Close stdin, give the process a moment, then terminate and kill its whole process group."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.stdin.close()
+        _wait(self.proc, 0.5)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is not None:
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+            _wait(self.proc, 2.0)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # children it left in its group
