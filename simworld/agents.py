@@ -11,6 +11,7 @@ Specs:
     ``random``               seeded random calls, for smoke tests of graders
     ``drift:KIND``           the reference with one drifting computation (see simworld.drift)
     ``cmd:"COMMAND"``        an agent process speaking JSON lines (see simworld.subprocess_agent)
+    ``openai:MODEL``         a tool-calling loop over an OpenAI-compatible endpoint (see simworld.llm)
     ``scripted:PATH``        plays a JSONL file of actions in order
     ``python:module:attr``   a user's agent class or callable
 """
@@ -171,6 +172,12 @@ def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFacto
             raise AgentSpecError(f"--agent {spec!r}: unknown drift {rest!r}; known: "
                                  + ", ".join(f"drift:{d}" for d in DRIFTS) + ".")
         return lambda sc, seed, v: DriftAgent(sc.solutions[0], v, f"{sc.id}/drift", rest)
+    if kind == "openai":
+        if not rest:
+            raise AgentSpecError(f"--agent {spec!r}: expected openai:MODEL, e.g. openai:gpt-4o-mini.")
+        from simworld.llm import OpenAIAgent
+
+        return lambda sc, seed, v: OpenAIAgent(rest, base_url=base_url)
     if kind == "cmd":
         if not rest.strip():
             raise AgentSpecError(f'--agent {spec!r}: expected cmd:"COMMAND", e.g. cmd:"python examples/agent.py".')
@@ -192,5 +199,5 @@ def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFacto
         return lambda sc, seed, v: _CallableAgent(obj)
     raise AgentSpecError(
         f"--agent {spec!r} is not a known agent; use reference, noop, random, drift:KIND, scripted:PATH, "
-        'cmd:"COMMAND" or python:MODULE:ATTR.'
+        'cmd:"COMMAND", openai:MODEL or python:MODULE:ATTR.'
     )
