@@ -217,12 +217,15 @@ def check_episode(episode: Any, *, even_split: bool = True,
                     paid = sum((c.amount for c in final.children("credits", "plan_id", plan.id)), paid)
                 if not Money.zero(policy.currency) <= policy.refund <= paid:
                     out.append(Violation("refund_bounds", policy.id, f"refund {policy.refund} outside 0..{paid}"))
-    keys: dict[tuple[str, str], str] = {}
-    for payment in final.records("payments"):
-        key = (payment.plan_id, payment.idempotency_key)
-        if key in keys:
-            out.append(Violation("idempotency", payment.id, f"same key as {keys[key]}"))
-        keys[key] = payment.id
+    # Only plans that got a payment in this episode can break it; look them up through the index.
+    plans = sorted({final.get(t, rid).plan_id for (t, rid) in final.overlay
+                    if t == "payments" and initial.get(t, rid) is None})
+    for plan_id in plans:
+        keys: dict[str, str] = {}
+        for payment in final.children("payments", "plan_id", plan_id):
+            if payment.idempotency_key in keys:
+                out.append(Violation("idempotency", payment.id, f"same key as {keys[payment.idempotency_key]}"))
+            keys[payment.idempotency_key] = payment.id
     previous = ""
     for event in episode.events:
         if event.at < previous:
