@@ -175,9 +175,9 @@ def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFacto
     if kind == "openai":
         if not rest:
             raise AgentSpecError(f"--agent {spec!r}: expected openai:MODEL, e.g. openai:gpt-4o-mini.")
-        from simworld.llm import OpenAIAgent
+        from simworld.llm import openai_factory  # lazy: httpx is an optional dependency
 
-        return lambda sc, seed, v: OpenAIAgent(rest, base_url=base_url)
+        return openai_factory(rest, base_url)
     if kind == "cmd":
         if not rest.strip():
             raise AgentSpecError(f'--agent {spec!r}: expected cmd:"COMMAND", e.g. cmd:"python examples/agent.py".')
