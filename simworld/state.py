@@ -149,7 +149,3 @@ class State:
     def changed(self) -> list[tuple[str, str]]:
         """The (table, id) keys this state changed or added relative to its base, sorted."""
         return sorted(self.overlay)
-
-    def to_json(self, tables: tuple[str, ...] = TABLES) -> dict[str, list[dict[str, Any]]]:
-        """The whole state as canonical JSON values (O(world): for dumps, not hot paths)."""
-        return {t: [to_json(r) for r in self.records(t)] for t in tables}
