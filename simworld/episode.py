@@ -186,15 +186,17 @@ class Environment:
         if self.done:
             raise RuntimeError("The episode is over; call episode() to seal it or reset() to start again.")
         w = self.world
-        if action is None:
-            self._stop = "agent_stopped"
-            return self._observe(None), True
-        self._steps += 1
+        stopping = isinstance(action, dict) and action.get("stop") is True and "tool" not in action
         if isinstance(action, dict) and isinstance(action.get("usage"), dict):
             for key in self._tokens:
                 value = action["usage"].get(key, 0)
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     self._tokens[key] += value
+        if action is None or stopping:
+            # None stops; {"stop": true, "usage": {...}} stops too, counting the tokens of the last reply.
+            self._stop = "agent_stopped"
+            return self._observe(None), True
+        self._steps += 1
         if isinstance(action, dict) and isinstance(action.get("tool"), str):
             self._calls += 1
             recovery = self.scenario.recovery

@@ -12,7 +12,7 @@ actions, one per ``act()``:
 - a resumed agent (after a crash) rebuilds the conversation from the session log;
 - each response's ``usage`` rides on the first action made from it, so the episode's
   token counters count it once;
-- 429, 5xx and connection errors are retried with exponential backoff (honouring
+- 408, 409, 429, 5xx and connection errors are retried with exponential backoff (honouring
   ``Retry-After``), up to ``max_retries``; any other error status raises at once;
 - requests are deterministic where the server allows: temperature 0 and, if given,
   ``seed``.
@@ -213,17 +213,19 @@ class OpenAIAgent:
         if calls:
             assistant["tool_calls"] = [{"id": c["id"], "type": "function", "function": c["function"]} for c in calls]
         self.messages.append(assistant)
-        if not calls:
-            return None  # a plain answer: the model is done
-        self._queue.extend(calls)
-        action = self._next()
         usage = body.get("usage")
+        tokens = {}
         if isinstance(usage, dict):
             tokens = {ours: usage[theirs] for ours, theirs in (("input_tokens", "prompt_tokens"),
                                                                ("output_tokens", "completion_tokens"))
                       if isinstance(usage.get(theirs), int) and not isinstance(usage.get(theirs), bool)}
-            if tokens:
-                action["usage"] = tokens
+        if not calls:
+            # A plain answer: the model is done. Stop, still counting this reply's tokens.
+            return {"stop": True, "usage": tokens} if tokens else None
+        self._queue.extend(calls)
+        action = self._next()
+        if tokens:
+            action["usage"] = tokens
         return action
 
     # -- the conversation ----------------------------------------------------------------------------
@@ -297,7 +299,7 @@ class OpenAIAgent:
         return text
 
     def _complete(self, tools: list[dict[str, Any]]) -> Any:
-        """POST the conversation; retry 429, 5xx and connection errors; return the parsed body."""
+        """POST the conversation; retry 408, 409, 429, 5xx and connection errors; return the parsed body."""
         httpx = self._httpx
         payload: dict[str, Any] = {"model": self.model, "messages": self.messages, "tools": tools}
         if self.temperature is not None:
@@ -319,7 +321,7 @@ class OpenAIAgent:
                 if 200 <= status < 300:
                     return self._body(response)
                 failure = f"answered HTTP {status}{self._error_detail(response)}"
-                if status != 429 and status < 500:
+                if status not in (408, 409, 429) and status < 500:
                     raise LLMAPIError(self._scrub(f"{self._where()} {failure}"), status)
                 asked = _retry_after(response.headers)
                 if asked is not None:

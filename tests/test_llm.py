@@ -202,8 +202,25 @@ class TestPlainAnswerStops:
         episode, result, _ = play(scenario, stub)
         assert episode.events == () and result["stop_reason"] == "agent_stopped" and result["error"] is None
 
+    def test_final_reply_tokens_are_counted(self, scenario, stub: Stub) -> None:
+        """The tokens of the reply that ends the episode without a tool call still reach the counters."""
+        stub.reply("plain-answer")
+        _, result, _ = play(scenario, stub)
+        usage = fixture("plain-answer")["usage"]
+        assert result["counters"]["input_tokens"] == usage["prompt_tokens"]
+        assert result["counters"]["output_tokens"] == usage["completion_tokens"]
+        assert result["counters"]["steps"] == 0
+
 
 class TestRetries:
+    def test_408_then_success(self, scenario, stub: Stub, sleeps: list[float]) -> None:
+        """A 408 (request timeout) is retried like a 429."""
+        stub.reply("error-429", 408)
+        for name in WAIVE:
+            stub.reply(name)
+        _, result, agents = play(scenario, stub)
+        assert result["passed"] and agents[0].retries == 1
+
     def test_429_then_success(self, scenario, stub: Stub, sleeps: list[float]) -> None:
         """A 429 is retried after the backoff and the episode goes on."""
         stub.reply("error-429", 429)
