@@ -1,6 +1,6 @@
 """Export throughput and memory on a run of 100,000 episodes.
 
-Run: python benchmarks/bench_export.py [--episodes 100000] [--dir /tmp/simworld-bench-export]
+Run: python benchmarks/bench_export.py [--episodes 100000] [--dir DIR]  (default: a folder in the temp directory)
 
 Builds a run directory of N episodes by running the reference agent over the suite once
 per scenario at one seed, then replicating those event logs under N distinct dev seeds
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -67,7 +68,7 @@ def measure(run: Path, fmt: str) -> tuple[int, float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=100_000)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/simworld-bench-export"))
+    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "simworld-bench-export")
     args = ap.parse_args()
     t = time.perf_counter()
     build(args.dir, args.episodes)
