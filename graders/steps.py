@@ -67,6 +67,24 @@ def topological(steps: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return done
 
 
+def match_steps(steps: Sequence[Mapping[str, Any]], events: Sequence[Any],
+                variables: Mapping[str, Any]) -> dict[str, int]:
+    """The index of the event each step is matched to (unmatched steps are absent).
+
+    A step takes the earliest matching call after the calls matched to the steps it
+    follows; if its only matches come too early, it takes the earliest (an order violation).
+    """
+    matched: dict[str, int] = {}
+    for step in topological(steps):
+        hits = [i for i, e in enumerate(events) if matches(step, e, variables)]
+        if not hits:
+            continue
+        floor = max((matched[d] for d in step.get("after", []) if d in matched), default=-1)
+        in_order = [i for i in hits if i > floor]
+        matched[step["id"]] = in_order[0] if in_order else hits[0]
+    return matched
+
+
 def required_steps(episode: Any, steps: Sequence[Mapping[str, Any]]) -> Verdict:
     """Pass if every required step was made, each after the steps it must follow.
 
@@ -75,22 +93,17 @@ def required_steps(episode: Any, steps: Sequence[Mapping[str, Any]]) -> Verdict:
         steps: ``[{"id": ..., "tool": NAME or [NAMES], "args": {...}, "after": [ids]}, ...]``.
     """
     events = list(episode.events)
-    matched: dict[str, int] = {}
+    matched = match_steps(steps, events, episode.variables)
     step_scores: dict[str, float] = {}
     violations: list[dict[str, Any]] = []
     checks: list[Check] = []
     for step in topological(steps):
         sid = step["id"]
-        hits = [i for i, e in enumerate(events) if matches(step, e, episode.variables)]
-        if not hits:
+        if sid not in matched:
             step_scores[sid] = 0.0
             checks.append(Check(f"step:{sid}", False, f"no ok call of {step['tool']} with {step.get('args', {})}"))
             continue
-        deps = [d for d in step.get("after", []) if d in matched]
-        floor = max((matched[d] for d in deps), default=-1)
-        in_order = [i for i in hits if i > floor]
-        index = in_order[0] if in_order else hits[0]
-        matched[sid] = index
+        index = matched[sid]
         step_scores[sid] = 1.0
         checks.append(Check(f"step:{sid}", True, f"seq {events[index].seq} {events[index].tool}"))
         for dep in step.get("after", []):

@@ -143,18 +143,6 @@ def _float_shares(total: Decimal, n: int, exp: int) -> list[str]:
     return [f"{round(share, exp):.{exp}f}"] * n
 
 
-def _matched_indices(scenario: Scenario, episode: Episode) -> dict[str, int]:
-    from graders.steps import matches, topological
-
-    matched: dict[str, int] = {}
-    for step in topological(scenario.expectations.required_steps):
-        floor = max((matched[d] for d in step.get("after", []) if d in matched), default=-1)
-        hits = [i for i, e in enumerate(episode.events) if i > floor and matches(step, e, episode.variables)]
-        if hits:
-            matched[step["id"]] = hits[0]
-    return matched
-
-
 def mutants(scenario: Scenario, reference: Episode) -> list[Mutant]:
     """The mutants of the reference episode's calls."""
     actions = [{"tool": e.tool, "args": e.args} for e in reference.events]
@@ -170,7 +158,9 @@ def mutants(scenario: Scenario, reference: Episode) -> list[Mutant]:
             if tool != actions[-1]["tool"]:
                 out.append(Mutant("swap-outcome", f"end with {tool} instead of {actions[-1]['tool']}",
                                   tuple(actions[:-1] + [{"tool": tool, "args": args}])))
-    matched = _matched_indices(scenario, reference)
+    from graders.steps import match_steps
+
+    matched = match_steps(scenario.expectations.required_steps, reference.events, reference.variables)
     for step in scenario.expectations.required_steps:
         for dep in step.get("after", []):
             if step["id"] in matched and dep in matched:
