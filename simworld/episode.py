@@ -258,8 +258,6 @@ class Environment:
 
     def grade(self) -> dict[str, Any]:
         """Grade the sealed episode with the scenario's graders; the same result fields as ``simworld run``."""
-        from simworld.runner import grade, result_line, solution_end_states
+        from simworld.runner import graded_line
 
-        episode = self.episode()
-        solutions = solution_end_states(self.scenario, self.seed)
-        return result_line(episode, grade(self.scenario, episode, solutions))
+        return graded_line(self.scenario, self.episode())

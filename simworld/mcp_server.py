@@ -49,7 +49,7 @@ import attrs
 
 from simworld.episode import Environment
 from simworld.errors import SimworldError
-from simworld.runner import grade, result_line, run_post_hooks, solution_end_states, write_event_file
+from simworld.runner import event_file_name, graded_line, run_post_hooks, simworld_version, write_event_file
 from simworld.scenario import Scenario
 from simworld.state import canonical_bytes
 from simworld.tools import TOOLS, Kind
@@ -162,13 +162,13 @@ class EpisodeSession:
         try:
             episode = self.env.episode()
             self.stop_reason = episode.stop_reason
-            line = result_line(episode, grade(scenario, episode, solution_end_states(scenario, seed)))
+            line = graded_line(scenario, episode)
             if out is not None:
                 (out / "events").mkdir(parents=True, exist_ok=True)
             line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
             if out is not None:
                 (out / "results.jsonl").write_bytes(canonical_bytes(line) + b"\n")
-                write_event_file(out / "events" / f"{scenario.id}__seed-{seed}.jsonl", scenario, episode)
+                write_event_file(out / "events" / event_file_name(scenario.id, seed), scenario, episode)
         except Exception as exc:  # the client's call succeeded; the harness failing is the operator's to see
             self.seal_error = f"{type(exc).__name__}: {exc}"
             _log(f"could not grade or write the episode: {self.seal_error}\n{traceback.format_exc()}")
@@ -214,14 +214,8 @@ def _build_server(session: EpisodeSession) -> Server[Any]:
         return types.GetPromptResult(description=prompt.description, messages=[
             types.PromptMessage(role="user", content=types.TextContent(text=session.instructions))])
 
-    return Server("simworld", version=_version(), instructions=session.instructions, on_list_tools=list_tools,
+    return Server("simworld", version=simworld_version(), instructions=session.instructions, on_list_tools=list_tools,
                   on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt)
-
-
-def _version() -> str:
-    from simworld.runner import _version as simworld_version
-
-    return simworld_version()
 
 
 def serve(scenario: Scenario, seed: int, *, transport: str = "stdio", out: Path | None = None,

@@ -32,8 +32,8 @@ from simworld.scenario import Scenario
 from simworld.splits import effective_seed
 from simworld.state import State, canonical_bytes
 
-__all__ = ["RunResult", "event_file_name", "grade", "pass_hat_k", "play", "run_one", "run_suite",
-           "solution_end_states"]
+__all__ = ["RunResult", "event_file_name", "grade", "graded_line", "pass_hat_k", "play", "run_one", "run_suite",
+           "simworld_version", "solution_end_states"]
 
 
 def play(env: Environment, agent_factory: AgentFactory) -> Episode:
@@ -88,7 +88,19 @@ def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Ep
     """
     episode = play(Environment(scenario, seed, agent_name=getattr(agent, "__name__", "agent")),
                    lambda sc, s, v: agent())
-    return episode, result_line(episode, grade(scenario, episode, solution_end_states(scenario, seed)))
+    return episode, graded_line(scenario, episode)
+
+
+def graded_line(scenario: Scenario, episode: Episode, solutions: Sequence[State] | None = None,
+                trial: int = 0) -> dict[str, Any]:
+    """The result line of an episode: graded against every valid end state at its seed.
+
+    ``solutions`` may be passed when already computed for the seed (they are the same for
+    every trial and every agent).
+    """
+    if solutions is None:
+        solutions = solution_end_states(scenario, episode.seed)
+    return {**result_line(episode, grade(scenario, episode, solutions)), "trial": trial}
 
 
 def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> tuple[State, ...]:
@@ -185,7 +197,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
         key = (scenario.id, seed)
         if key not in solutions:
             solutions[key] = solution_end_states(scenario, seed, guard)
-        line = {**result_line(episode, grade(scenario, episode, solutions[key])), "trial": trial}
+        line = graded_line(scenario, episode, solutions[key], trial)
         with lock:
             line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
             done[0] += 1
@@ -206,7 +218,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     if out is not None:
         (out / "results.jsonl").write_bytes(b"".join(canonical_bytes(r) + b"\n" for r in results))
         meta = {
-            "simworld": _version(),
+            "simworld": simworld_version(),
             "python": platform.python_version(),
             "platform": platform.platform(),
             "argv": list(argv) or sys.argv[1:],
@@ -265,9 +277,8 @@ def regrade(run_dir: Path, scenarios: Sequence[Scenario], out: Path) -> list[dic
     order = {s.id: i for i, s in enumerate(scenarios)}
     for _key, path, log in sorted(logs, key=lambda x: (order.get(x[0][0], len(order)), x[0][1], x[0][2])):
         episode, _ = rebuild(path, by_id, log)
-        scenario = by_id[episode.scenario]
-        line = {**result_line(episode, grade(scenario, episode, solution_end_states(scenario, episode.seed))),
-                "trial": int(log.header.get("trial", 0)), "hook_errors": []}
+        line = {**graded_line(by_id[episode.scenario], episode, trial=int(log.header.get("trial", 0))),
+                "hook_errors": []}
         results.append(line)
     out.write_bytes(b"".join(canonical_bytes(r) + b"\n" for r in results))
     return results
@@ -288,7 +299,8 @@ def write_event_file(path: Path, scenario: Scenario, episode: Episode, trial: in
     write_events(path, header, events, footer, crash.to_json() if crash else None)
 
 
-def _version() -> str:
+def simworld_version() -> str:
+    """The installed simworld version (``0+unknown`` from a source tree without metadata)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
