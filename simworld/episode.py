@@ -152,8 +152,7 @@ class Environment:
         self.variables = MappingProxyType(dict(inst.vars))
         self.request = self.scenario.request(inst.vars)
         self.policy_text = self.scenario.snapshot.policy.render(inst.vars["currency"])
-        # A fresh copy per episode: plain JSON values an agent may serialise (or even mutate) freely.
-        self.tool_schemas = tuple(orjson.loads(_schema_bytes(self.scenario.tools)))
+        self.tool_schemas = self._fresh_tools()
         self._steps = 0
         self._calls = 0
         self._crash: Crash | None = None
@@ -229,8 +228,12 @@ class Environment:
         self._crash = Crash(self._calls, after_side_effect, position, lost)
         history = tuple({"seq": e.seq, "tool": e.tool, "args": e.args, "status": e.status, "result": e.result}
                         for e in w.events[:position])
-        return Observation(self.request, self.policy_text, tuple(orjson.loads(_schema_bytes(self.scenario.tools))),
-                           self._steps, w.clock.iso(), resumed=True, history=history)
+        return Observation(self.request, self.policy_text, self._fresh_tools(), self._steps, w.clock.iso(),
+                           resumed=True, history=history)
+
+    def _fresh_tools(self) -> tuple[dict[str, Any], ...]:
+        """The tool schemas as a fresh copy: plain JSON values an agent may serialise (or even mutate) freely."""
+        return tuple(orjson.loads(_schema_bytes(self.scenario.tools)))
 
     def fail(self, error: str) -> None:
         """Record that the agent crashed; the episode ends and is kept as errored."""

@@ -67,6 +67,13 @@ class Trajectory:
     error: str | None
     result: dict[str, Any]
 
+    @classmethod
+    def from_episode(cls, episode: Any, result: dict[str, Any]) -> Trajectory:
+        """The trajectory of a live, sealed episode and its result line."""
+        return cls(episode.scenario, episode.seed, episode.agent, episode.request, episode.policy_text,
+                   tuple(episode.tools), tuple(episode.events), episode.outcome, episode.stop_reason, episode.error,
+                   result)
+
 
 @functools.lru_cache(maxsize=64)
 def _tool_specs(names: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
@@ -197,11 +204,8 @@ def _hook(fmt: str, episode: Any, result: dict[str, Any], out_dir: Path | None) 
     path = Path(out_dir) / f"export.{fmt}.jsonl"
     mode = "ab" if path in _OPENED else "wb"
     _OPENED.add(path)
-    t = Trajectory(episode.scenario, episode.seed, episode.agent, episode.request, episode.policy_text,
-                   tuple(episode.tools), tuple(episode.events), episode.outcome, episode.stop_reason, episode.error,
-                   result)
     with path.open(mode) as f:
-        f.write(line(t, fmt))
+        f.write(line(Trajectory.from_episode(episode, result), fmt))
 
 
 def native_hook(episode: Any, result: dict[str, Any], out_dir: Path | None) -> None:
