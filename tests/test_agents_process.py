@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import uuid
@@ -10,17 +9,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers import copy_suite, simworld
 
 from simworld.runner import pass_hat_k
-from simworld.scenario import bundled_root
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "agent.py"
 
-
-def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
 
 
 def _results(out: Path) -> list[dict]:
@@ -29,14 +24,8 @@ def _results(out: Path) -> list[dict]:
 
 def _quick_suite(tmp_path: Path, timeout_s: float) -> Path:
     """Two scenarios with a short real-time budget, so a hanging agent is cut off quickly."""
-    for sid in ("waive-small-fee", "split-balance-three-ways"):
-        shutil.copytree(bundled_root() / "scenarios" / sid, tmp_path / "scenarios" / sid)
-        task = tmp_path / "scenarios" / sid / "task.json"
-        data = orjson.loads(task.read_bytes())
-        data["budget"] = {"max_steps": 20, "timeout_s": timeout_s}
-        task.write_bytes(orjson.dumps(data))
-    shutil.copytree(bundled_root() / "snapshots", tmp_path / "snapshots")
-    return tmp_path / "scenarios"
+    return copy_suite(tmp_path, "waive-small-fee", "split-balance-three-ways",
+                      budget={"max_steps": 20, "timeout_s": timeout_s})
 
 
 class TestExampleAgent:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import orjson
 import pytest
+from helpers import copy_suite, edit_task, simworld
 
 from simworld.agents import build_agent_factory
 from simworld.check import check_scenario, mutants, parse_seeds
@@ -20,26 +17,6 @@ from simworld.scenario import load_scenario, load_suite
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = load_suite()
 
-
-def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd)
-
-
-def _copy(tmp_path: Path, sid: str) -> Path:
-    shutil.copytree(ROOT / "scenarios" / sid, tmp_path / "scenarios" / sid)
-    if not (tmp_path / "snapshots").exists():
-        shutil.copytree(ROOT / "snapshots", tmp_path / "snapshots")
-    return tmp_path / "scenarios" / sid
-
-
-def _edit(task: Path, **changes) -> None:
-    data = orjson.loads(task.read_bytes())
-    for k, v in changes.items():
-        if v is None:
-            data.pop(k, None)
-        else:
-            data[k] = v
-    task.write_bytes(orjson.dumps(data))
 
 
 @pytest.mark.parametrize("scenario", SUITE, ids=[s.id for s in SUITE])
@@ -80,8 +57,8 @@ class TestMutants:
 class TestCatchesWeakGraders:
     def test_non_discriminating_scenario_fails_check(self, tmp_path: Path) -> None:
         """A scenario that only checks its stop reason lets the drop-write mutant survive: check exits 1."""
-        sc_dir = _copy(tmp_path, "waive-small-fee")
-        _edit(sc_dir / "task.json", expected_final_state=False, required_steps=None, forbidden_changes=[],
+        sc_dir = copy_suite(tmp_path, "waive-small-fee") / "waive-small-fee"
+        edit_task(sc_dir / "task.json", expected_final_state=False, required_steps=None, forbidden_changes=[],
               unauthorised_actions=False, money_invariants=False, requires={"stop_reason": "terminal"})
         report = check_scenario(load_scenario(sc_dir), range(2))
         assert not report.ok and report.count("survived") >= 2
@@ -91,7 +68,7 @@ class TestCatchesWeakGraders:
 
     def test_wrong_ground_truth_fails_check(self, tmp_path: Path) -> None:
         """A solution that the graders reject (wrong ground truth) fails the check with its failing checks."""
-        sc_dir = _copy(tmp_path, "waive-small-fee")
+        sc_dir = copy_suite(tmp_path, "waive-small-fee") / "waive-small-fee"
         sol = sc_dir / "solution.jsonl"
         lines = sol.read_text().splitlines()
         sol.write_text("\n".join(line for line in lines if "waive_fee" not in line) + "\n")

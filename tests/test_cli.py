@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
+from helpers import copy_suite, simworld
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd)
-
-
-def _suite_copy(tmp_path: Path, scenario: str = "split-balance-three-ways") -> Path:
-    """A private suite with one scenario and the snapshots next to it."""
-    shutil.copytree(ROOT / "scenarios" / scenario, tmp_path / "scenarios" / scenario)
-    shutil.copytree(ROOT / "snapshots", tmp_path / "snapshots")
-    return tmp_path / "scenarios"
 
 
 class TestList:
@@ -119,7 +108,7 @@ class TestErrors:
 
     def test_malformed_scenario_fails_at_load(self, tmp_path: Path) -> None:
         """A task.json with an unknown key fails the run at load, naming the file, the key and allowed keys."""
-        suite = _suite_copy(tmp_path)
+        suite = copy_suite(tmp_path, "split-balance-three-ways")
         task = suite / "split-balance-three-ways" / "task.json"
         data = orjson.loads(task.read_bytes())
         data["reward"] = 1
@@ -130,7 +119,7 @@ class TestErrors:
 
     def test_bad_category_and_outcome(self, tmp_path: Path) -> None:
         """An unknown category or outcome class names the allowed values."""
-        suite = _suite_copy(tmp_path)
+        suite = copy_suite(tmp_path, "split-balance-three-ways")
         task = suite / "split-balance-three-ways" / "task.json"
         data = orjson.loads(task.read_bytes())
         task.write_bytes(orjson.dumps({**data, "category": "magic"}))
@@ -142,7 +131,7 @@ class TestErrors:
 
     def test_solution_with_unknown_tool(self, tmp_path: Path) -> None:
         """A solution line naming an unknown tool fails at load with file:line."""
-        suite = _suite_copy(tmp_path)
+        suite = copy_suite(tmp_path, "split-balance-three-ways")
         sol = suite / "split-balance-three-ways" / "solution-remainder-last.jsonl"
         sol.write_text('{"tool": "teleport", "args": {}}\n')
         err = self._one_line(simworld("list", "--suite", str(suite)))
@@ -150,7 +139,7 @@ class TestErrors:
 
     def test_prompt_placeholder_typo(self, tmp_path: Path) -> None:
         """A prompt placeholder that is not a variable fails at load and lists the known ones."""
-        suite = _suite_copy(tmp_path)
+        suite = copy_suite(tmp_path, "split-balance-three-ways")
         (suite / "split-balance-three-ways" / "prompt.md").write_text("Split my {balanse} please")
         err = self._one_line(simworld("list", "--suite", str(suite)))
         assert "{balanse}" in err and "unpaid_balance" in err

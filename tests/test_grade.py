@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from helpers import simworld
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd)
 
 
 class TestRegrade:

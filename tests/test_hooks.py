@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,8 @@ HOOKS = '''
 import json
 from pathlib import Path
 from simworld.verdict import Check, Verdict
+
+from helpers import copy_suite
 
 def no_messages(episode):
     sent = [e for e in episode.events if e.tool == "send_message"]
@@ -31,14 +32,8 @@ def explode(episode, result, out_dir):
 
 
 def _suite(tmp_path: Path, hooks: dict) -> Path:
-    shutil.copytree(ROOT / "scenarios" / "waive-small-fee", tmp_path / "scenarios" / "waive-small-fee")
-    shutil.copytree(ROOT / "snapshots", tmp_path / "snapshots")
     (tmp_path / "suite_hooks.py").write_text(HOOKS)
-    task = tmp_path / "scenarios" / "waive-small-fee" / "task.json"
-    data = orjson.loads(task.read_bytes())
-    data["hooks"] = hooks
-    task.write_bytes(orjson.dumps(data))
-    return tmp_path / "scenarios"
+    return copy_suite(tmp_path, "waive-small-fee", hooks=hooks)
 
 
 def _run(suite: Path, out: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import simworld
 
 from simworld.errors import ScenarioError
 from simworld.generate import generate
@@ -16,9 +15,6 @@ from simworld.splits import HOLDOUT_BASE, effective_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd)
 
 
 class TestSplits:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import simworld
 
 from simworld.agents import build_agent_factory
 from simworld.errors import AgentSpecError
@@ -20,9 +21,6 @@ TARGETS = [("drift:round-each", "split-balance-three-ways"), ("drift:float", "sp
            ("drift:add-month", "split-balance-three-ways"), ("drift:resplit", "split-balance-three-ways"),
            ("drift:scale-each", "premium-increase-midterm")]
 
-
-def simworld(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd)
 
 
 @pytest.mark.parametrize("agent, scenario", TARGETS)

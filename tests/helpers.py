@@ -1,0 +1,44 @@
+"""Helpers the tests share: the command line as a user runs it, and private copies of the suite."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def simworld(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m simworld ARGS`` and capture its output (a hung command fails the test, not CI)."""
+    return subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout)
+
+
+def copy_suite(root: Path, *ids: str, **task_changes: Any) -> Path:
+    """Copy scenarios ``ids`` (and the snapshots) under ``root``; return the suite directory.
+
+    ``task_changes`` are applied to every copied task.json: a value replaces the key, None removes it.
+    """
+    for sid in ids:
+        shutil.copytree(ROOT / "scenarios" / sid, root / "scenarios" / sid)
+        if task_changes:
+            edit_task(root / "scenarios" / sid / "task.json", **task_changes)
+    if not (root / "snapshots").exists():
+        shutil.copytree(ROOT / "snapshots", root / "snapshots")
+    return root / "scenarios"
+
+
+def edit_task(task: Path, **changes: Any) -> None:
+    """Change keys of a task.json: a value replaces the key, None removes it."""
+    data = orjson.loads(task.read_bytes())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    task.write_bytes(orjson.dumps(data))
