@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import orjson
+from helpers import copy_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -14,8 +15,6 @@ HOOKS = '''
 import json
 from pathlib import Path
 from simworld.verdict import Check, Verdict
-
-from helpers import copy_suite
 
 def no_messages(episode):
     sent = [e for e in episode.events if e.tool == "send_message"]
