@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from simworld.deadline import bounded
 from simworld.episode import Observation
 from simworld.errors import AgentSpecError, ScenarioError
 from simworld.scenario import Scenario, Step, read_steps
@@ -177,7 +178,7 @@ def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFacto
             raise AgentSpecError(f"--agent {spec!r}: expected openai:MODEL, e.g. openai:gpt-4o-mini.")
         from simworld.llm import openai_factory  # lazy: httpx is an optional dependency
 
-        return openai_factory(rest, base_url)
+        return bounded(openai_factory(rest, base_url))
     if kind == "cmd":
         if not rest.strip():
             raise AgentSpecError(f'--agent {spec!r}: expected cmd:"COMMAND", e.g. cmd:"python examples/agent.py".')
@@ -195,8 +196,8 @@ def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFacto
         if isinstance(obj, type):
             if not callable(getattr(obj, "act", None)):
                 raise AgentSpecError(f"--agent {spec!r}: class {obj.__name__} has no act(observation) method.")
-            return lambda sc, seed, v: obj()
-        return lambda sc, seed, v: _CallableAgent(obj)
+            return bounded(lambda sc, seed, v: obj())
+        return bounded(lambda sc, seed, v: _CallableAgent(obj))
     raise AgentSpecError(
         f"--agent {spec!r} is not a known agent; use reference, noop, random, drift:KIND, scripted:PATH, "
         'cmd:"COMMAND", openai:MODEL or python:MODULE:ATTR.'

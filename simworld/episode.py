@@ -29,7 +29,7 @@ from simworld.world import World
 
 __all__ = ["COUNTERS", "Environment", "Episode", "Observation", "StopReason"]
 
-StopReason = Literal["terminal", "agent_stopped", "max_steps", "timeout", "agent_error"]
+StopReason = Literal["terminal", "agent_stopped", "max_steps", "timeout", "agent_error", "harness_error"]
 
 
 @attrs.frozen
@@ -239,6 +239,21 @@ class Environment:
         """Record that the agent crashed; the episode ends and is kept as errored."""
         self._stop = "agent_error"
         self._error = error
+
+    def time_out(self, error: str) -> None:
+        """Record that the agent gave no action within the scenario's ``timeout_s``; the episode ends."""
+        self._stop = "timeout"
+        self._error = error
+
+    def harness_fail(self, error: str) -> None:
+        """Record that simworld (or a user's tool) failed mid-episode; the episode ends and is kept."""
+        self._stop = "harness_error"
+        self._error = error
+
+    @property
+    def remaining_s(self) -> float:
+        """Real seconds left before the scenario's ``timeout_s`` (negative once it has passed)."""
+        return self.scenario.timeout_s - (wall_monotonic() - self._began)
 
     def episode(self) -> Episode:
         """Seal the episode: initial and final state, every event, outcome and counters."""

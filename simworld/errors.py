@@ -39,6 +39,14 @@ class ReplayError(SimworldError, ValueError):
     """An event log that does not rebuild the world it claims to."""
 
 
+class AgentTimeout(SimworldError, TimeoutError):
+    """The agent gave no action within its episode's ``timeout_s`` (the episode ends as ``timeout``)."""
+
+
+class RunDirError(SimworldError, ValueError):
+    """A run directory that cannot be written, resumed or merged as asked."""
+
+
 class ToolError(SimworldError):
     """Base of the two errors a tool raises for the agent to read.
 
@@ -50,7 +58,6 @@ class ToolError(SimworldError):
 
 class ToolArgumentError(ToolError, ValueError):
     """The agent passed a bad argument; the call had no effect."""
-
 
 
 class PolicyDenied(ToolError, PermissionError):

@@ -24,8 +24,9 @@ import orjson
 
 from simworld.agents import AgentFactory, steps_factory
 from simworld.clock import TimeGuard, wall_monotonic, wall_time
+from simworld.deadline import DeadlineCaller, bounded, is_bounded
 from simworld.episode import Environment, Episode
-from simworld.errors import ScenarioError
+from simworld.errors import AgentTimeout, ScenarioError
 from simworld.events import write_events
 from simworld.grading import grade_episode
 from simworld.scenario import Scenario
@@ -37,48 +38,84 @@ __all__ = ["RunResult", "event_file_name", "grade", "graded_line", "pass_hat_k",
 
 
 def play(env: Environment, agent_factory: AgentFactory) -> Episode:
-    """Reset ``env``, drive one agent through it, and seal the episode. An agent crash is recorded, not raised."""
+    """Reset ``env``, drive one agent through it, and seal the episode; never raises for what happens inside.
+
+    An agent that raises is recorded as ``agent_error``; one that gives no action within the
+    scenario's ``timeout_s`` as ``timeout`` (agents from factories marked with
+    :func:`simworld.deadline.bounded` run on a watchdog thread, so even a call that blocks
+    forever ends on time); an unexpected exception in the harness or in a user's tool as
+    ``harness_error``, with its traceback. Only ``env.reset()`` failing raises.
+    """
     observation = env.reset()
-    try:
-        agent = agent_factory(env.scenario, env.seed, dict(env.variables))
-    except Exception as exc:  # a user's agent failing to build is that episode's error, not the run's
-        env.fail(f"agent could not be built: {type(exc).__name__}: {exc}")
-        return env.episode()
-    while not env.done:
+    caller = DeadlineCaller() if is_bounded(agent_factory) else None
+
+    def call(fn: Callable[..., Any], *args: Any, what: str) -> Any:
+        if caller is None:
+            return fn(*args)
+        return caller.call(fn, *args, seconds=env.remaining_s, what=what)
+
+    def build(what: str) -> Any:
         try:
-            action = agent.act(observation)
-        except Exception as exc:
-            env.fail(_describe(exc))
+            return call(agent_factory, env.scenario, env.seed, dict(env.variables), what=f"building {what}")
+        except AgentTimeout as exc:
+            env.time_out(f"{exc} (timeout_s {env.scenario.timeout_s:g})")
+        except Exception as exc:  # a user's agent failing to build is that episode's error, not the run's
+            env.fail(f"{what} could not be built: {type(exc).__name__}: {exc}")
+        return None
+
+    agent = build("the agent")
+    while agent is not None and not env.done:
+        try:
+            action = call(agent.act, observation, what="the agent's act()")
+        except AgentTimeout as exc:
+            env.time_out(f"{exc} (timeout_s {env.scenario.timeout_s:g})")
             break
-        observation, _done = env.step(action)
+        except Exception as exc:
+            env.fail(describe_exception(exc))
+            break
+        try:
+            observation, _done = env.step(action)
+        except Exception as exc:  # a harness bug or a user's tool: this episode's error, never the run's
+            env.harness_fail(describe_exception(exc, frames=True))
+            break
         if observation.resumed and not env.done:
             # The agent died mid-call: a fresh one takes over the reloaded session.
-            _close(agent, None, "agent_error")
-            try:
-                agent = agent_factory(env.scenario, env.seed, dict(env.variables))
-            except Exception as exc:
-                env.fail(f"agent could not be rebuilt after the crash: {type(exc).__name__}: {exc}")
-                break
+            _close(agent, None, "agent_error", call)
+            agent = build("the agent after the crash")
     episode = env.episode()
-    _close(agent, episode.outcome, episode.stop_reason)
+    if agent is not None:
+        _close(agent, episode.outcome, episode.stop_reason, call)
+    if caller is not None:
+        caller.close()
     return episode
 
 
-def _describe(exc: BaseException) -> str:
+def describe_exception(exc: BaseException, *, frames: bool = False) -> str:
+    """``Type: message (at file.py:line)``; with ``frames``, every frame of the traceback.
+
+    File names are reduced to their base name so that a result line holds no machine path
+    and reads the same on every machine.
+    """
     from simworld.subprocess_agent import AgentProcessError
 
     if isinstance(exc, AgentProcessError):
         return f"{type(exc).__name__}: {exc}"
-    tb = traceback.extract_tb(exc.__traceback__)[-1]
-    return f"{type(exc).__name__}: {exc} (at {Path(tb.filename).name}:{tb.lineno})"
+    tb = traceback.extract_tb(exc.__traceback__)
+    if not tb:
+        return f"{type(exc).__name__}: {exc}"
+    if not frames:
+        return f"{type(exc).__name__}: {exc} (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
+    lines = [f"{type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
+    lines += [f"  {Path(f.filename).name}:{f.lineno} in {f.name}" for f in tb]
+    return "\n".join(lines)
 
 
-def _close(agent: Any, outcome: str | None, stop_reason: str) -> None:
+def _close(agent: Any, outcome: str | None, stop_reason: str, call: Callable[..., Any]) -> None:
     """Tell an agent that has an ``end`` method (a process, a connection) that its episode is over."""
     end = getattr(agent, "end", None)
     if callable(end):
         with contextlib.suppress(Exception):  # closing must never lose the episode
-            end(outcome, stop_reason)
+            call(end, outcome, stop_reason, what="the agent's end()")
 
 
 def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Episode, dict[str, Any]]:
@@ -87,7 +124,7 @@ def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Ep
     Returns the sealed episode and its result fields, as ``simworld run`` would write them.
     """
     episode = play(Environment(scenario, seed, agent_name=getattr(agent, "__name__", "agent")),
-                   lambda sc, s, v: agent())
+                   bounded(lambda sc, s, v: agent()))
     return episode, graded_line(scenario, episode)
 
 

@@ -11,4 +11,4 @@ CATEGORIES = ("reschedule", "split", "premium-change", "fees", "cancellation", "
 COUNTERS = ("steps", "tool_calls", "denied_calls", "error_calls", "input_tokens", "output_tokens", "total_tokens",
             "sim_seconds")
 #: Why an episode ended.
-STOP_REASONS = ("terminal", "agent_stopped", "max_steps", "timeout", "agent_error")
+STOP_REASONS = ("terminal", "agent_stopped", "max_steps", "timeout", "agent_error", "harness_error")
