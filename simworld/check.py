@@ -36,6 +36,7 @@ from simworld.money import exponent
 from simworld.projection import diff, project, touched
 from simworld.runner import grade, play, solution_end_states
 from simworld.scenario import Scenario
+from simworld.splits import parse_seeds
 from simworld.state import State
 from simworld.tools import TOOLS, Kind
 
@@ -112,20 +113,6 @@ class _Actions:
 
 def _actions_factory(actions: Sequence[dict[str, Any]]) -> AgentFactory:
     return lambda sc, seed, variables: _Actions(actions)
-
-
-def parse_seeds(text: str) -> list[int]:
-    """Parse ``A..B`` (inclusive) or ``N`` into a list of seeds."""
-    try:
-        if ".." in text:
-            lo, hi = (int(x) for x in text.split("..", 1))
-        else:
-            lo = hi = int(text)
-    except ValueError:
-        raise ScenarioError(f"--seeds {text!r}: expected A..B (inclusive), e.g. 0..49, or a single seed.") from None
-    if hi < lo or lo < 0:
-        raise ScenarioError(f"--seeds {text!r}: expected 0 <= A <= B.")
-    return list(range(lo, hi + 1))
 
 
 def _replace_amounts(action: dict[str, Any], amounts: list[str]) -> dict[str, Any]:

@@ -66,7 +66,7 @@ class DeadlineCaller:
             raise AgentTimeout(f"{what} gave no answer before the episode's timeout; the call was abandoned")
         ok, value = box
         if ok:
-            return value  # type: ignore[no-any-return]
+            return value
         raise value
 
     def close(self) -> None:

@@ -8,6 +8,8 @@ is one, the fix.
 
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
 from typing import Literal
 
 
@@ -64,3 +66,19 @@ class PolicyDenied(ToolError, PermissionError):
     """The call breaks a rule the system enforces; the call had no effect."""
 
     status = "denied"
+
+
+def describe_exception(exc: BaseException, *, frames: bool = False) -> str:
+    """``Type: message (at file.py:line)``; with ``frames``, every frame of the traceback.
+
+    File names are reduced to their base name so that a result line holds no machine path
+    and reads the same on every machine.
+    """
+    tb = traceback.extract_tb(exc.__traceback__)
+    if not tb or not getattr(exc, "located", True):  # an error that says all itself (an agent process's)
+        return f"{type(exc).__name__}: {exc}"
+    if not frames:
+        return f"{type(exc).__name__}: {exc} (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
+    lines = [f"{type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
+    lines += [f"  {Path(f.filename).name}:{f.lineno} in {f.name}" for f in tb]
+    return "\n".join(lines)

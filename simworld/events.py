@@ -11,6 +11,7 @@ line is canonical JSON (sorted keys) so the same episode writes the same bytes.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -75,8 +76,10 @@ def events_hash(events: Iterable[Event]) -> str:
 
 def write_events(path: Path, header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
                  crash: dict[str, Any] | None = None) -> None:
-    """Write an episode's event file; a crash record, if any, sits where the agent died."""
-    path.write_bytes(_lines(header, events, footer, crash))
+    """Write an episode's event file atomically; a crash record, if any, sits where the agent died."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(_lines(header, events, footer, crash))
+    os.replace(tmp, path)
 
 
 @attrs.frozen

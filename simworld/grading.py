@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from simworld.errors import ScenarioError
+from simworld.errors import ScenarioError, describe_exception
 from simworld.state import State
 from simworld.verdict import Check, Verdict
 
@@ -113,6 +113,7 @@ def grade_episode(graders: Sequence[GraderSpec], episode: Any, solutions: Sequen
     checks: list[Check] = []
     part_scores: dict[str, list[float]] = {}
     found: dict[str, Any] = {}
+    raised: list[str] = []
     if episode.error is not None:
         checks.append(Check("agent_ran", False, episode.error))
     for spec in graders:
@@ -120,6 +121,7 @@ def grade_episode(graders: Sequence[GraderSpec], episode: Any, solutions: Sequen
             verdict = spec.run(episode, solutions)
         except Exception as exc:  # a broken grader is a failed check, never a crash or a pass
             checks.append(Check(spec.path, False, f"grader raised {type(exc).__name__}: {exc}"))
+            raised.append(f"grader {spec.path} raised " + describe_exception(exc, frames=True))
             part_scores.setdefault(spec.part, []).append(0.0)
             continue
         checks.extend(verdict.checks)
@@ -146,4 +148,5 @@ def grade_episode(graders: Sequence[GraderSpec], episode: Any, solutions: Sequen
         "unauthorised_actions": found.get("unauthorised_actions", []),
         "forbidden_changes": found.get("forbidden_changes", []),
         "checks": [c.to_json() for c in checks],
+        "harness_error": raised[0] if raised else None,
     }

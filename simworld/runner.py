@@ -9,13 +9,13 @@ value may appear).
 from __future__ import annotations
 
 import contextlib
-import math
+import hashlib
 import platform
 import sys
 import threading
-import traceback
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,29 @@ from simworld.agents import AgentFactory, steps_factory
 from simworld.clock import TimeGuard, wall_monotonic, wall_time
 from simworld.deadline import DeadlineCaller, bounded, is_bounded
 from simworld.episode import Environment, Episode
-from simworld.errors import AgentTimeout, ScenarioError
+from simworld.errors import AgentTimeout, RunDirError, ScenarioError, describe_exception
 from simworld.events import write_events
 from simworld.grading import grade_episode
+from simworld.rundir import (
+    EVENTS,
+    RESULTS,
+    Key,
+    ResultsFile,
+    Tally,
+    clear_run,
+    holds_run,
+    line_key,
+    pass_hat_k,
+    read_meta,
+    read_results,
+    replace_bytes,
+    rewrite_in_order,
+    write_meta,
+)
 from simworld.scenario import Scenario
-from simworld.splits import effective_seed
+from simworld.splits import effective_seed, format_seeds
 from simworld.state import State, canonical_bytes
+from simworld.vocab import COUNTERS
 
 __all__ = ["RunResult", "event_file_name", "grade", "graded_line", "pass_hat_k", "play", "run_one", "run_suite",
            "simworld_version", "solution_end_states"]
@@ -88,26 +105,6 @@ def play(env: Environment, agent_factory: AgentFactory) -> Episode:
     if caller is not None:
         caller.close()
     return episode
-
-
-def describe_exception(exc: BaseException, *, frames: bool = False) -> str:
-    """``Type: message (at file.py:line)``; with ``frames``, every frame of the traceback.
-
-    File names are reduced to their base name so that a result line holds no machine path
-    and reads the same on every machine.
-    """
-    from simworld.subprocess_agent import AgentProcessError
-
-    if isinstance(exc, AgentProcessError):
-        return f"{type(exc).__name__}: {exc}"
-    tb = traceback.extract_tb(exc.__traceback__)
-    if not tb:
-        return f"{type(exc).__name__}: {exc}"
-    if not frames:
-        return f"{type(exc).__name__}: {exc} (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
-    lines = [f"{type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
-    lines += [f"  {Path(f.filename).name}:{f.lineno} in {f.name}" for f in tb]
-    return "\n".join(lines)
 
 
 def _close(agent: Any, outcome: str | None, stop_reason: str, call: Callable[..., Any]) -> None:
@@ -167,16 +164,29 @@ def grade(scenario: Scenario, episode: Episode, solutions: Sequence[State]) -> d
 
 @attrs.frozen
 class RunResult:
-    """What a run produced: one result per episode, where it was written, and pass^k over trials."""
+    """What a run produced: where it was written, its counts, pass^k over trials, and (if kept) every result.
+
+    ``results`` holds every result line in grid order unless the run was asked not to keep
+    them (``keep_results=False``: a long run keeps memory flat and the lines live in
+    ``out/results.jsonl``).
+    """
 
     results: tuple[dict[str, Any], ...]
     out: Path | None
     wall_seconds: float
     summary: dict[str, Any] = attrs.field(factory=dict)
+    episodes: int = 0
+    passed: int = 0
+    harness_errors: int = 0
+    mean_total: float = 0.0
+    ran: int = 0
+    resumed: int = 0
 
 
 def result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
-    return {
+    """An episode's result fields and its grade. ``harness_error`` is set when the harness, a user's tool or a
+    grader failed (the episode's own error when it ended as ``harness_error``, else the grader's)."""
+    line = {
         "scenario": episode.scenario,
         "seed": episode.seed,
         "agent": episode.agent,
@@ -188,6 +198,10 @@ def result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
         "state_hash": episode.state_hash,
         "events_hash": episode.events_hash,
     }
+    if episode.stop_reason == "harness_error":
+        line["harness_error"] = episode.error
+    line.setdefault("harness_error", None)
+    return line
 
 
 def event_file_name(scenario_id: str, seed: int, trial: int = 0) -> str:
@@ -195,93 +209,277 @@ def event_file_name(scenario_id: str, seed: int, trial: int = 0) -> str:
     return f"{scenario_id}__seed-{seed}.jsonl" if trial == 0 else f"{scenario_id}__seed-{seed}__trial-{trial}.jsonl"
 
 
-def pass_hat_k(successes: Sequence[int], trials: int) -> dict[str, float]:
-    """pass^k as tau-bench defines it: the mean over tasks of C(c, k) / C(n, k), for k = 1..n."""
-    out = {}
-    for k in range(1, trials + 1):
-        out[f"pass^{k}"] = round(sum(math.comb(c, k) / math.comb(trials, k) for c in successes) / len(successes), 6)
-    return out
+Job = tuple[Scenario, int, int]
+
+
+def grid(scenarios: Sequence[Scenario], seeds: Sequence[int], split: str = "dev", trials: int = 1,
+         shard: tuple[int, int] | None = None) -> list[Job]:
+    """The (scenario, seed as run, trial) grid in run order; with ``shard=(i, n)`` only its i-th of n slices.
+
+    Shards are dealt round-robin (job k goes to shard k mod n + 1), so each holds a mix of
+    scenarios and they finish at about the same time.
+    """
+    jobs = [(scenario, effective_seed(scenario.id, seed, split), trial)
+            for scenario in scenarios for seed in seeds for trial in range(trials)]
+    if shard is None:
+        return jobs
+    i, n = shard
+    return jobs[i - 1::n]
+
+
+def suite_digest(scenarios: Sequence[Scenario]) -> str:
+    """A hash of every file of every scenario and of the snapshots they run on: which suite a run used."""
+    h = hashlib.blake2b(digest_size=16)
+    for scenario in scenarios:
+        h.update(f"scenario {scenario.id}\n".encode())
+        for path in sorted(p for p in scenario.path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            h.update(f"{path.relative_to(scenario.path).as_posix()}\n".encode())
+            h.update(hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+        h.update(f"snapshot {scenario.snapshot.name} {scenario.snapshot.digest}\n".encode())
+    return h.hexdigest()
+
+
+#: The run.json fields a resumed run (and every shard of a merge) must share with the run it continues.
+IDENTITY = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds", "split", "trials", "shard")
 
 
 def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: str, agent_factory: AgentFactory,
               out: Path | None, *, argv: Sequence[str] = (), split: str = "dev", trials: int = 1,
-              concurrency: int = 1, progress: Callable[[int, int, str], None] | None = None) -> RunResult:
-    """Run ``agent_factory``'s agents over every (scenario, seed), ``trials`` times each; grade; write to ``out``.
+              concurrency: int = 1, progress: Callable[..., None] | None = None,
+              shard: tuple[int, int] | None = None, resume: bool = False, overwrite: bool = False,
+              keep_results: bool = True, snapshot: str | None = None) -> RunResult:
+    """Run ``agent_factory``'s agents over the (scenario, seed, trial) grid; grade; write to ``out`` as it goes.
+
+    Each episode's event file and then its result line are on disk as soon as it is graded,
+    so a run killed at any instant keeps every episode it finished. ``resume`` continues
+    the run already in ``out`` (refused when its suite, agent or arguments differ) and
+    runs only the episodes it lacks; without ``resume`` or ``overwrite`` a directory that
+    already holds a run is refused. Anything that goes wrong inside one episode (the
+    agent, a tool, a grader, writing its files) is recorded in that episode's line and
+    the run goes on.
 
     With ``concurrency`` > 1 episodes run on that many threads (for agents that wait on the
-    network); results are written in the same order and are the same, since each episode
+    network); lines are still written in grid order and are the same, since each episode
     depends only on its agent's actions. freezegun is process-wide, so concurrent runs do
     not show simulated time to foreign code.
+
+    ``progress(done, total, label, passed)`` is called before each episode and at the end.
     """
     if trials < 1 or concurrency < 1:
         raise ScenarioError(f"--trials {trials} and --concurrency {concurrency} must both be at least 1.")
+    if not scenarios:
+        raise ScenarioError("No scenarios to run: the suite is empty; pass --suite DIR with one folder per scenario.")
+    if resume and overwrite:
+        raise RunDirError("--resume and --overwrite contradict each other; give one.")
+    if shard is not None and not (isinstance(shard, tuple) and len(shard) == 2 and 1 <= shard[0] <= shard[1]):
+        raise ScenarioError(f"--shard {shard!r}: expected I/N with 1 <= I <= N, e.g. 1/4.")
     began, began_epoch = wall_monotonic(), wall_time()
+    jobs = grid(scenarios, seeds, split, trials, shard)
+    meta: dict[str, Any] = {
+        "status": "running",
+        "simworld": simworld_version(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "argv": list(argv) or sys.argv[1:],
+        "agent": agent_name,
+        "scenarios": [s.id for s in scenarios],
+        "suite_digest": suite_digest(scenarios),
+        "snapshot": snapshot,
+        "seeds": list(seeds),
+        "split": split,
+        "trials": trials,
+        "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+        "episodes_planned": len(jobs),
+        "concurrency": concurrency,
+        "started_at_epoch": round(began_epoch, 3),
+    }
+    tally = Tally()
+    kept: list[dict[str, Any]] = []
+    done_keys: set[Key] = set()
+    results_file: ResultsFile | None = None
     if out is not None:
-        (out / "events").mkdir(parents=True, exist_ok=True)
-    plan = [(scenario, effective_seed(scenario.id, seed, split), trial)
-            for scenario in scenarios for seed in seeds for trial in range(trials)]
-    total = len(plan)
-    solutions: dict[tuple[str, int], tuple[State, ...]] = {}
+        prior = _claim(out, meta, resume, overwrite)
+        if prior is not None:
+            meta["started_at_epoch"] = prior.get("started_at_epoch", meta["started_at_epoch"])
+            meta["resumes"] = int(prior.get("resumes", 0)) + 1
+        (out / EVENTS).mkdir(parents=True, exist_ok=True)
+        results_file = ResultsFile(out / RESULTS)  # cuts off a line a kill left half written
+        for line in read_results(out / RESULTS):
+            key = line_key(line)
+            if key not in done_keys:
+                done_keys.add(key)
+                tally.add(line)
+        write_meta(out, meta)
+    todo = [job for job in jobs if (job[0].id, job[1], job[2]) not in done_keys] if done_keys else jobs
+    resumed = tally.episodes
+    total = len(jobs)
+    solutions = _SolutionCache(max(4, 2 * concurrency))
     lock = threading.Lock()
-    done = [0]
 
-    def one(job: tuple[Scenario, int, int], guard: TimeGuard | None) -> dict[str, Any]:
-        scenario, seed, trial = job
+    def one(job: Job, guard: TimeGuard | None) -> dict[str, Any]:
         if progress:
             with lock:
-                progress(done[0], total, f"{scenario.id} seed {seed}" + (f" trial {trial}" if trials > 1 else ""))
-        episode = play(Environment(scenario, seed, agent_name=agent_name, guard=guard), agent_factory)
-        key = (scenario.id, seed)
-        if key not in solutions:
-            solutions[key] = solution_end_states(scenario, seed, guard)
-        line = graded_line(scenario, episode, solutions[key], trial)
-        with lock:
-            line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
-            done[0] += 1
-        if out is not None:
-            write_event_file(out / "events" / event_file_name(scenario.id, seed, trial), scenario, episode, trial)
-        return line
+                progress(tally.episodes, total, _label(job, trials), tally.passed)
+        return run_episode(job, agent_name, agent_factory, out, guard, solutions)
 
-    if concurrency == 1:
-        with TimeGuard() as guard:
-            results = [one(job, guard) for job in plan]
-    else:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            results = list(pool.map(lambda job: one(job, None), plan))
+    try:
+        if concurrency == 1:
+            with TimeGuard() as guard:
+                for line in (one(job, guard) for job in todo):
+                    _record(line, results_file, tally, kept if keep_results else None, lock)
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                for line in _in_order(pool, lambda job: one(job, None), todo, 4 * concurrency):
+                    _record(line, results_file, tally, kept if keep_results else None, lock)
+    finally:
+        if results_file is not None:
+            results_file.close()
     if progress:
-        progress(total, total, "done")
+        progress(tally.episodes, total, "done", tally.passed)
     wall = wall_monotonic() - began
-    summary = _summary(results, trials)
+    summary = tally.summary(trials)
     if out is not None:
-        (out / "results.jsonl").write_bytes(b"".join(canonical_bytes(r) + b"\n" for r in results))
-        meta = {
-            "simworld": simworld_version(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "argv": list(argv) or sys.argv[1:],
-            "agent": agent_name,
-            "seeds": list(seeds),
-            "split": split,
-            "trials": trials,
-            "concurrency": concurrency,
-            "scenarios": [s.id for s in scenarios],
-            "episodes": len(results),
-            "passed": sum(1 for r in results if r["passed"]),
+        if resumed:
+            # Lines from before the interruption came first: put the whole file in grid order.
+            rewrite_in_order(out / RESULTS, ((s.id, seed, trial) for s, seed, trial in jobs))
+            if keep_results:
+                kept = list(read_results(out / RESULTS))
+        complete = tally.episodes >= total
+        meta.update({
+            "status": "complete" if complete else "incomplete",
+            "episodes": tally.episodes,
+            "passed": tally.passed,
+            "harness_errors": tally.harness_errors,
+            "mean_total": tally.mean_total,
             **summary,
-            "started_at_epoch": round(began_epoch, 3),
             "wall_seconds": round(wall, 4),
-        }
-        (out / "run.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-    return RunResult(tuple(results), out, wall, summary)
+        })
+        write_meta(out, meta)
+    return RunResult(tuple(kept), out, wall, summary, tally.episodes, tally.passed, tally.harness_errors,
+                     tally.mean_total, tally.episodes - resumed, resumed)
 
 
-def _summary(results: Sequence[dict[str, Any]], trials: int) -> dict[str, Any]:
-    counts: dict[tuple[str, int], int] = {}
-    for r in results:
-        key = (r["scenario"], r["seed"])
-        counts[key] = counts.get(key, 0) + int(r["passed"])
-    tasks = [{"scenario": s, "seed": seed, "successes": c, "trials": trials} for (s, seed), c in counts.items()]
-    return {"pass_hat_k": pass_hat_k(list(counts.values()), trials) if counts else {}, "tasks": tasks}
+def _label(job: Job, trials: int) -> str:
+    scenario, seed, trial = job
+    return f"{scenario.id} seed {seed}" + (f" trial {trial}" if trials > 1 else "")
+
+
+def _record(line: dict[str, Any], results_file: ResultsFile | None, tally: Tally,
+            kept: list[dict[str, Any]] | None, lock: threading.Lock) -> None:
+    if results_file is not None:
+        results_file.append(canonical_bytes(line) + b"\n")
+    with lock:
+        tally.add(line)
+    if kept is not None:
+        kept.append(line)
+
+
+def _in_order(pool: ThreadPoolExecutor, fn: Callable[[Job], dict[str, Any]], jobs: Sequence[Job],
+              window: int) -> Iterator[dict[str, Any]]:
+    """``fn`` over ``jobs`` on ``pool``, yielded in job order, with at most ``window`` in flight."""
+    pending: deque[Future[dict[str, Any]]] = deque()
+    for job in jobs:
+        pending.append(pool.submit(fn, job))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+class _SolutionCache:
+    """The valid end states of the last few (scenario, seed)s: trials of one seed share them; memory stays flat."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.states: OrderedDict[tuple[str, int], tuple[State, ...]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, scenario: Scenario, seed: int, guard: TimeGuard | None) -> tuple[State, ...]:
+        key = (scenario.id, seed)
+        with self.lock:
+            found = self.states.get(key)
+        if found is None:
+            found = solution_end_states(scenario, seed, guard)
+            with self.lock:
+                self.states[key] = found
+                while len(self.states) > self.size:
+                    self.states.popitem(last=False)
+        return found
+
+
+def run_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Path | None,
+                guard: TimeGuard | None, solutions: _SolutionCache) -> dict[str, Any]:
+    """Play, grade and write one episode; whatever raises on the way is its ``harness_error``, never the run's."""
+    scenario, seed, trial = job
+    episode: Episode | None = None
+    stage = "running"
+    try:
+        episode = play(Environment(scenario, seed, agent_name=agent_name, guard=guard), agent_factory)
+        stage = "grading"
+        line = graded_line(scenario, episode, solutions.get(scenario, seed, guard), trial)
+    except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
+        line = harness_line(scenario.id, seed, trial, agent_name, episode,
+                            f"while {stage}: " + describe_exception(exc, frames=True))
+    if episode is not None:
+        line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
+        if out is not None:
+            try:
+                write_event_file(out / EVENTS / event_file_name(scenario.id, seed, trial), scenario, episode, trial,
+                                 line["harness_error"])
+            except Exception as exc:
+                if line["harness_error"] is None:
+                    line["harness_error"] = "while writing the event file: " + describe_exception(exc, frames=True)
+                    line["passed"] = False
+    return line
+
+
+def harness_line(scenario_id: str, seed: int, trial: int, agent: str, episode: Episode | None,
+                 error: str) -> dict[str, Any]:
+    """The result line of an episode the harness could not finish: every field present, failed, scored 0."""
+    grading: dict[str, Any] = {
+        "passed": False, "total": 0.0, "parts": {}, "outcome_class_correct": False, "state_diff": [],
+        "step_scores": {}, "order_violations": [], "unauthorised_actions": [], "forbidden_changes": [],
+        "checks": [{"name": "harness", "passed": False, "detail": error.splitlines()[0]}], "harness_error": error,
+    }
+    if episode is not None:
+        return {**result_line(episode, grading), "trial": trial, "hook_errors": []}
+    return {"scenario": scenario_id, "seed": seed, "agent": agent, "outcome": None, "stop_reason": "harness_error",
+            "error": error.splitlines()[0], **grading, "counters": dict.fromkeys(COUNTERS, 0), "state_hash": None,
+            "events_hash": None, "trial": trial, "hook_errors": []}
+
+
+def _claim(out: Path, meta: dict[str, Any], resume: bool, overwrite: bool) -> dict[str, Any] | None:
+    """Make ``out`` ready for this run; return the run.json of the run being resumed, if any."""
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"--out {str(out)!r} is a file; give a directory.")
+    if not holds_run(out):
+        return None
+    if overwrite:
+        clear_run(out)
+        return None
+    if not resume:
+        raise RunDirError(f"--out {str(out)!r} already holds a run; add --resume to continue it, --overwrite to "
+                          "replace it, or give another --out.")
+    prior = read_meta(out)
+    if prior is None:
+        raise RunDirError(f"--resume: {str(out)!r} has results but no run.json, so what it ran is unknown; "
+                          "use --overwrite or another --out.")
+    differ = [name for name in IDENTITY if prior.get(name) != meta.get(name)]
+    if differ:
+        name = differ[0]
+        raise RunDirError(f"--resume: the run in {str(out)!r} was made with {name} {_shown(prior.get(name))}, "
+                          f"this command has {_shown(meta.get(name))}" + (f" (and {len(differ) - 1} more difference(s):"
+                          f" {', '.join(differ[1:])})" if len(differ) > 1 else "")
+                          + "; resume with the same arguments, or use --overwrite or another --out.")
+    return prior
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list) and len(value) > 6:
+        if all(isinstance(v, int) for v in value):
+            return repr(format_seeds(value))
+        return repr(value[:6])[:-1] + f", ... ({len(value)} in all)]"
+    return repr(value)
 
 
 def run_post_hooks(scenario: Scenario, episode: Episode, line: dict[str, Any], out: Path | None) -> list[str]:
@@ -301,34 +499,52 @@ def regrade(run_dir: Path, scenarios: Sequence[Scenario], out: Path) -> list[dic
     from simworld.events import read_events
     from simworld.replay import rebuild
 
-    events_dir = run_dir / "events"
+    events_dir = run_dir / EVENTS
     if not events_dir.is_dir():
         raise ScenarioError(f"{run_dir}: no events/ directory; pass a directory written by simworld run.")
     by_id = {s.id: s for s in scenarios}
-    logs = []
-    for path in events_dir.glob("*.jsonl"):
-        log = read_events(path)
-        logs.append(((str(log.header.get("scenario")), int(log.header.get("seed", -1)),
-                      int(log.header.get("trial", 0))), path, log))
-    results = []
     order = {s.id: i for i, s in enumerate(scenarios)}
-    for _key, path, log in sorted(logs, key=lambda x: (order.get(x[0][0], len(order)), x[0][1], x[0][2])):
+    logs = []
+    for path in events_dir.glob("*.jsonl"):  # headers only: the logs are read one at a time below
+        header = _header(path)
+        logs.append(((order.get(str(header.get("scenario")), len(order)), int(header.get("seed", -1)),
+                      int(header.get("trial", 0))), path))
+    results = []
+    for _key, path in sorted(logs):
+        log = read_events(path)
         episode, _ = rebuild(path, by_id, log)
         line = {**graded_line(by_id[episode.scenario], episode, trial=int(log.header.get("trial", 0))),
                 "hook_errors": []}
         results.append(line)
-    out.write_bytes(b"".join(canonical_bytes(r) + b"\n" for r in results))
+    replace_bytes(out, b"".join(canonical_bytes(r) + b"\n" for r in results))
     return results
 
 
-def write_event_file(path: Path, scenario: Scenario, episode: Episode, trial: int = 0) -> None:
-    """Write one episode's event log with its header and footer."""
+def _header(path: Path) -> dict[str, Any]:
+    from simworld.errors import ReplayError
+
+    with path.open("rb") as f:
+        first = f.readline()
+    try:
+        header = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("record") != "header":
+        raise ReplayError(f"{path.name}:1: not an event file header; was it written by simworld run?")
+    return header
+
+
+def write_event_file(path: Path, scenario: Scenario, episode: Episode, trial: int = 0,
+                     harness_error: str | None = None) -> None:
+    """Write one episode's event log with its header and footer (atomically: a kill never leaves half a file)."""
     header = {"scenario": scenario.id, "seed": episode.seed, "trial": trial, "agent": episode.agent,
               "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash,
               "request": episode.request, "policy": episode.policy_text, "tools": list(scenario.tools)}
     footer = {"outcome": episode.outcome, "stop_reason": episode.stop_reason, "error": episode.error,
               "counters": dict(episode.counters), "final_state_hash": episode.final_state.hash,
               "events_hash": episode.events_hash}
+    if harness_error is not None:
+        footer["harness_error"] = harness_error
     events = list(episode.events)
     crash = episode.crash
     if crash is not None and crash.lost is not None:

@@ -13,6 +13,7 @@ immutable :class:`Snapshot`; a reset never re-parses or deep-copies the world.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ class Snapshot:
     clock: datetime
     policy: PolicyStore
     base: Base
+    #: blake2b of the file's bytes: which world a run used, for run.json and ``--resume``.
+    digest: str = ""
 
     def state(self) -> State:
         """The snapshot's state with no changes."""
@@ -100,10 +103,12 @@ class SnapshotLoader:
         key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
         cached = self._cache.get(key)
         if cached is None:
+            raw = path.read_bytes()
             try:
-                data = orjson.loads(path.read_bytes())
+                data = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise SnapshotError(f"{path.name}: not valid JSON: {exc}") from None
-            cached = Snapshot.from_json(data, path.name)
+            cached = attrs.evolve(Snapshot.from_json(data, path.name),
+                                  digest=hashlib.blake2b(raw, digest_size=16).hexdigest())
             self._cache[key] = cached
         return cached

@@ -14,12 +14,15 @@ from typing import Literal
 
 from simworld.errors import ScenarioError
 
-__all__ = ["HOLDOUT_BASE", "SPLITS", "Split", "effective_seed", "is_holdout"]
+__all__ = ["HOLDOUT_BASE", "MAX_SEEDS", "SPLITS", "Split", "effective_seed", "format_seeds", "is_holdout",
+           "parse_seeds"]
 
 Split = Literal["dev", "holdout"]
 SPLITS = ("dev", "holdout")
 #: The first seed of the holdout range.
 HOLDOUT_BASE = 1_000_000
+#: The most seeds one ``--seeds`` may name (a typo such as ``0..10000000000`` fails at once).
+MAX_SEEDS = 1_000_000
 
 
 def effective_seed(scenario_id: str, seed: int, split: str) -> int:
@@ -40,3 +43,41 @@ def effective_seed(scenario_id: str, seed: int, split: str) -> int:
 def is_holdout(seed: int) -> bool:
     """Whether ``seed`` lies in the holdout range."""
     return seed >= HOLDOUT_BASE
+
+
+def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
+    """Parse a seed list: ``A..B`` (inclusive), ``N``, or a comma list of either (``3,7,11``, ``0..4,9``).
+
+    Seeds keep the order given; a seed named twice runs once.
+    """
+    seeds: dict[int, None] = {}
+    parts = [p.strip() for p in str(text).split(",")]
+    for part in parts:
+        try:
+            if ".." in part:
+                lo_text, hi_text = part.split("..", 1)
+                lo, hi = int(lo_text), int(hi_text)
+            else:
+                lo = hi = int(part)
+        except ValueError:
+            raise ScenarioError(f"{option} {text!r}: expected A..B (inclusive, e.g. 0..49), a seed, or a comma "
+                                "list of these (e.g. 3,7,11).") from None
+        if lo < 0 or hi < lo:
+            raise ScenarioError(f"{option} {text!r}: {part!r} needs 0 <= A <= B.")
+        if hi - lo + 1 + len(seeds) > MAX_SEEDS:
+            raise ScenarioError(f"{option} {text!r} names more than {MAX_SEEDS:,} seeds; split the sweep.")
+        seeds.update(dict.fromkeys(range(lo, hi + 1)))
+    return list(seeds)
+
+
+def format_seeds(seeds: list[int]) -> str:
+    """The shortest spelling of ``seeds`` that :func:`parse_seeds` reads back: ``0..49``, ``3,7,11``, ``0..4,9``."""
+    out: list[str] = []
+    i = 0
+    while i < len(seeds):
+        j = i
+        while j + 1 < len(seeds) and seeds[j + 1] == seeds[j] + 1:
+            j += 1
+        out.append(str(seeds[i]) if j == i else f"{seeds[i]}..{seeds[j]}" if j > i + 1 else f"{seeds[i]},{seeds[j]}")
+        i = j + 1
+    return ",".join(out)

@@ -39,6 +39,8 @@ __all__ = ["AgentProcessError", "SubprocessAgent"]
 class AgentProcessError(RuntimeError):
     """The agent process crashed, hung or broke the protocol (the episode is recorded as errored)."""
 
+    located = False  # its message says what happened; where in simworld it was noticed does not matter
+
 
 def _wait(proc: subprocess.Popen[bytes], seconds: float) -> None:
     """Wait up to ``seconds`` for ``proc`` to exit, on the real clock.
