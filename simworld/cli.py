@@ -169,6 +169,10 @@ def run(
         head = ("scenario", "episodes", "passed", "pass rate", "mean score")
     _table(head, rows)
     if trials > 1:
+        tasks = result.summary["tasks"]
+        if len(tasks) <= 20:
+            typer.echo("\nper task: " + ", ".join(f"{t['scenario']}@{t['seed']} {t['successes']}/{t['trials']}"
+                                                  for t in tasks))
         typer.echo("")
         pass_k = result.summary["pass_hat_k"]
         shown = [k for k in range(1, trials + 1) if k <= 5 or k == trials or k in (10, 20, 50, 100, 200, 500)]

@@ -322,8 +322,9 @@ def merge_runs(out: Path, runs: Sequence[Path], *, overwrite: bool = False) -> d
         shards.append((i, n, run))
     counts = {n for _, n, _ in shards}
     if len(counts) != 1:
-        raise RunDirError(f"merge: the shards split the grid differently ({', '.join(str(m.get('shard')) for m in metas)})"
-                          "; merge the shards of one --shard I/N sweep.")
+        given = ", ".join(str(m.get("shard")) for m in metas)
+        raise RunDirError(f"merge: the shards split the grid differently ({given}); merge the shards of one "
+                          "--shard I/N sweep.")
     n = counts.pop()
     have = sorted(i for i, _, _ in shards)
     if have != list(range(1, n + 1)):

@@ -41,10 +41,10 @@ class TestExampleAgent:
         (tmp_path / "my_agent.py").write_text(code.group(1))
         for seed in ("0", "13"):
             done = subprocess.run([sys.executable, "-m", "simworld", "run", "--agent", "python:my_agent:SplitInThree",
-                                   "--scenario", "split-balance-three-ways", "--seed", seed, "--out", "o"],
+                                   "--scenario", "split-balance-three-ways", "--seed", seed, "--out", f"o{seed}"],
                                   capture_output=True, text=True, cwd=tmp_path)
             assert done.returncode == 0, done.stdout + done.stderr
-            (line,) = (tmp_path / "o" / "results.jsonl").read_bytes().splitlines()
+            (line,) = (tmp_path / f"o{seed}" / "results.jsonl").read_bytes().splitlines()
             assert orjson.loads(line)["passed"]
 
     def test_environment_example(self) -> None:
@@ -80,7 +80,7 @@ class TestCustomGraderExample:
             script = tmp_path / "script.jsonl"
             script.write_text("\n".join(solution[:-1] + [message, solution[-1]]) + "\n")
             done = subprocess.run([sys.executable, "-m", "simworld", "run", "--suite", str(tmp_path / "scenarios"),
-                                   "--agent", f"scripted:{script}", "--out", str(tmp_path / "o")],
+                                   "--agent", f"scripted:{script}", "--out", str(tmp_path / "o"), "--overwrite"],
                                   capture_output=True, text=True, cwd=tmp_path)
             (line,) = (tmp_path / "o" / "results.jsonl").read_bytes().splitlines()
             result = orjson.loads(line)
