@@ -361,8 +361,22 @@ def export(
                                     scenarios=scenario or ())
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
+    errors = f", {report.harness_errors} with a harness error left out" if report.harness_errors else ""
     typer.echo(f"exported {report.written} episode(s) as {format}; {report.filtered} filtered out, "
-               f"{report.holdout_skipped} holdout episode(s) never exported", err=True)
+               f"{report.holdout_skipped} holdout episode(s) never exported{errors}", err=True)
+    _note_incomplete(run_dir, report.written + report.filtered + report.holdout_skipped + report.harness_errors)
+
+
+def _note_incomplete(run_dir: Path, episodes: int) -> None:
+    """Say on stderr, in one line, that a run directory holds an incomplete run (read as far as it got)."""
+    from simworld.rundir import describe_status, read_meta
+
+    try:
+        note = describe_status(run_dir, read_meta(run_dir), episodes)
+    except SimworldError as exc:
+        note = str(exc)
+    if note:
+        typer.echo(f"simworld: note: {note}", err=True)
 
 
 @app.command()
@@ -406,6 +420,7 @@ def grade_(
         raise _fail(str(exc)) from None
     passed = sum(1 for r in results if r["passed"])
     typer.echo(f"regraded {len(results)} episode(s): {passed} passed; written to {target}")
+    _note_incomplete(run_dir, len(results))
 
 
 @app.command()

@@ -35,6 +35,7 @@ import orjson
 
 from simworld.errors import SimworldError
 from simworld.events import Event, read_events
+from simworld.rundir import EVENTS, RESULTS, ResultsFile, read_results
 from simworld.runner import event_file_name
 from simworld.splits import is_holdout
 from simworld.state import canonical_bytes
@@ -157,6 +158,7 @@ class ExportReport:
     written: int
     filtered: int
     holdout_skipped: int
+    harness_errors: int = 0
 
 
 def _select(results: Iterable[dict[str, Any]], passed_only: bool, min_score: float | None,
@@ -174,38 +176,37 @@ def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = F
         raise ExportError(f"--format {fmt!r} is unknown; use one of {', '.join(FORMATS)}.")
     if min_score is not None and not 0.0 <= min_score <= 1.0:
         raise ExportError(f"--min-score {min_score!r} must lie between 0 and 1 (it is compared with 'total').")
-    results_path = run_dir / "results.jsonl"
+    results_path = run_dir / RESULTS
     if not results_path.is_file():
         raise ExportError(f"{run_dir}: no results.jsonl; pass a directory written by simworld run.")
-    written = filtered = holdout = 0
-    with results_path.open("rb") as lines:
-        parsed = (orjson.loads(raw) for raw in lines if raw.strip())
-        for keep, r in _select(parsed, passed_only, min_score, scenarios):
-            if is_holdout(int(r["seed"])):
-                holdout += 1
-                continue
-            if not keep:
-                filtered += 1
-                continue
-            events = run_dir / "events" / event_file_name(r["scenario"], int(r["seed"]), int(r.get("trial", 0)))
-            out.write(line(_from_file(events, r), fmt))
-            written += 1
-    return ExportReport(written, filtered, holdout)
+    written = filtered = holdout = broken = 0
+    for keep, r in _select(read_results(results_path), passed_only, min_score, scenarios):
+        if is_holdout(int(r["seed"])):
+            holdout += 1
+            continue
+        if r.get("harness_error") is not None:
+            broken += 1  # the harness failed this episode: not a trajectory to learn from
+            continue
+        if not keep:
+            filtered += 1
+            continue
+        events = run_dir / EVENTS / event_file_name(r["scenario"], int(r["seed"]), int(r.get("trial", 0)))
+        out.write(line(_from_file(events, r), fmt))
+        written += 1
+    return ExportReport(written, filtered, holdout, broken)
 
 
 # -- post_run hooks: write the export while a run goes ---------------------------------------------------------
 
-_OPENED: set[Path] = set()  # files this process has started, so a new run truncates and later episodes append
-
-
 def _hook(fmt: str, episode: Any, result: dict[str, Any], out_dir: Path | None) -> None:
+    # A new run starts from an empty directory (simworld run refuses or clears an old one), so the hook
+    # appends: a resumed run adds to what it wrote before. The episode being written when a run was
+    # killed may appear twice in a resumed run's hook file; `simworld export`, which reads results.jsonl,
+    # never repeats one.
     if out_dir is None or is_holdout(episode.seed):
         return
-    path = Path(out_dir) / f"export.{fmt}.jsonl"
-    mode = "ab" if path in _OPENED else "wb"
-    _OPENED.add(path)
-    with path.open(mode) as f:
-        f.write(line(Trajectory.from_episode(episode, result), fmt))
+    with ResultsFile(Path(out_dir) / f"export.{fmt}.jsonl") as f:  # one whole line per write; cuts a partial tail
+        f.append(line(Trajectory.from_episode(episode, result), fmt))
 
 
 def native_hook(episode: Any, result: dict[str, Any], out_dir: Path | None) -> None:

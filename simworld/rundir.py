@@ -209,9 +209,7 @@ def clear_run(out: Path) -> None:
 
 def describe_status(run_dir: Path, meta: dict[str, Any] | None, episodes: int) -> str | None:
     """One line saying that a run is incomplete (killed, or still going), or None when it is complete."""
-    if meta is None:
-        return f"{run_dir} has no run.json: it may be incomplete; {episodes} episode(s) read"
-    if meta.get("status") == "complete":
+    if meta is None or meta.get("status") == "complete":  # no run.json: not a simworld run (e.g. serve's output)
         return None
     planned = meta.get("episodes_planned")
     of = f" of {planned}" if planned is not None else ""
@@ -331,8 +329,8 @@ def merge_runs(out: Path, runs: Sequence[Path], *, overwrite: bool = False) -> d
         missing = sorted(set(range(1, n + 1)) - set(have))
         twice = sorted({i for i in have if have.count(i) > 1})
         raise RunDirError(f"merge: the shards must be 1..{n}, each once; " + (
-            f"missing {', '.join(f'{i}/{n}' for i in missing)}" if missing else
-            f"given twice: {', '.join(f'{i}/{n}' for i in twice)}") + ".")
+            f"given twice: {', '.join(f'{i}/{n}' for i in twice)}" if twice else
+            f"missing {', '.join(f'{i}/{n}' for i in missing)}") + ".")
     if out.exists() and not out.is_dir():
         raise RunDirError(f"merge: OUT {str(out)!r} is a file; give a directory.")
     if holds_run(out):

@@ -242,12 +242,18 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapsho
 
 
 def load_suite(suite: Path | None = None, ids: list[str] | None = None, snapshot: str | None = None) -> list[Scenario]:
-    """Load every scenario under ``suite`` (the bundled suite by default), or only ``ids``, sorted by id."""
+    """Load every scenario under ``suite`` (the bundled suite by default, sorted by id), or only ``ids``.
+
+    ``ids`` keep the order given; an id named twice loads once.
+    """
     root = suite or bundled_root() / "scenarios"
     if not root.is_dir():
         raise ScenarioError(f"Suite directory {str(root)!r} not found; pass --suite DIR with one folder per scenario.")
     available = sorted(p.name for p in root.iterdir() if (p / "task.json").exists())
-    wanted = ids or available
+    wanted = list(dict.fromkeys(ids)) if ids else available
+    if not wanted:
+        raise ScenarioError(f"Suite directory {str(root)!r} holds no scenario (no folder with a task.json); "
+                            "pass --suite DIR with one folder per scenario.")
     missing = [i for i in wanted if i not in available]
     if missing:
         raise ScenarioError(f"Unknown scenario(s) {missing!r} in {root}; available: {', '.join(available)}.")
