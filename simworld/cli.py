@@ -149,9 +149,14 @@ def run(
         scenarios = load_suite(suite, scenario, snapshot)
         result = run_suite(scenarios, seed_list, agent, factory, out, argv=sys.argv[1:], split=split, trials=trials,
                            concurrency=concurrency, progress=_Progress(), shard=shard_ij, resume=resume,
-                           overwrite=overwrite, keep_results=False, snapshot=snapshot)
+                           overwrite=overwrite, keep_results=False, snapshot=snapshot,
+                           settings={"base_url": base_url} if base_url else None)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        typer.echo(f"\nsimworld: interrupted; every graded episode is in {out}/results.jsonl. Continue with the same "
+                   "command and --resume.", err=True)
+        raise typer.Exit(130) from None
     lines = read_results(out / RESULTS)
     if result.episodes <= _TABLE_ROWS:
         rows = [(r["scenario"], str(r["seed"]), *((str(r["trial"]),) if trials > 1 else ()), str(r["outcome"]),

@@ -273,7 +273,7 @@ class Tally:
 
 
 #: The run.json fields every shard of one sweep shares (the shard itself differs).
-SWEEP_FIELDS = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds", "split", "trials")
+SWEEP_FIELDS = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds", "split", "trials", "settings")
 
 
 def grid_keys(meta: dict[str, Any]) -> Iterator[Key]:

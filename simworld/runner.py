@@ -240,14 +240,16 @@ def suite_digest(scenarios: Sequence[Scenario]) -> str:
 
 
 #: The run.json fields a resumed run (and every shard of a merge) must share with the run it continues.
-IDENTITY = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds", "split", "trials", "shard")
+IDENTITY = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds", "split", "trials", "shard",
+            "settings")
 
 
 def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: str, agent_factory: AgentFactory,
               out: Path | None, *, argv: Sequence[str] = (), split: str = "dev", trials: int = 1,
               concurrency: int = 1, progress: Callable[..., None] | None = None,
               shard: tuple[int, int] | None = None, resume: bool = False, overwrite: bool = False,
-              keep_results: bool = True, snapshot: str | None = None) -> RunResult:
+              keep_results: bool = True, snapshot: str | None = None,
+              settings: dict[str, Any] | None = None) -> RunResult:
     """Run ``agent_factory``'s agents over the (scenario, seed, trial) grid; grade; write to ``out`` as it goes.
 
     Each episode's event file and then its result line are on disk as soon as it is graded,
@@ -264,6 +266,8 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     not show simulated time to foreign code.
 
     ``progress(done, total, label, passed)`` is called before each episode and at the end.
+    ``settings`` are other arguments that shape the results (an endpoint's URL): recorded in
+    run.json and, like the agent and the seeds, required to match on ``resume``.
     """
     if trials < 1 or concurrency < 1:
         raise ScenarioError(f"--trials {trials} and --concurrency {concurrency} must both be at least 1.")
@@ -289,6 +293,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
         "split": split,
         "trials": trials,
         "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+        "settings": dict(settings or {}),
         "episodes_planned": len(jobs),
         "concurrency": concurrency,
         "started_at_epoch": round(began_epoch, 3),
@@ -331,6 +336,10 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
             with ThreadPoolExecutor(max_workers=concurrency) as pool:
                 for line in _in_order(pool, lambda job: one(job, None), todo, 4 * concurrency):
                     _record(line, results_file, tally, kept if keep_results else None, lock)
+    except KeyboardInterrupt:
+        if out is not None:  # every graded episode is on disk; say so where a reader looks
+            write_meta(out, {**meta, "status": "interrupted", "episodes": tally.episodes})
+        raise
     finally:
         if results_file is not None:
             results_file.close()
