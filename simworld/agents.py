@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from simworld.actions import Refused
 from simworld.deadline import bounded
 from simworld.episode import Observation
 from simworld.errors import AgentSpecError, ScenarioError
@@ -39,8 +40,8 @@ __all__ = ["Agent", "AgentFactory", "NoopAgent", "RandomAgent", "StepsAgent", "b
 class Agent(Protocol):
     """What the harness drives: one action per observation, None to stop."""
 
-    def act(self, observation: Observation) -> dict[str, Any] | None:
-        """Return the next action, or None to stop."""
+    def act(self, observation: Observation) -> dict[str, Any] | Refused | None:
+        """Return the next action, or None to stop (a transport that could not read one returns it Refused)."""
 
 
 #: Builds a fresh agent for (scenario, seed, variables).

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
+from simworld.actions import plain_action, usage_tokens
 from simworld.clock import SimClock, TimeGuard, wall_monotonic
 from simworld.events import Event, events_hash
 from simworld.policy import PolicyStore
@@ -181,16 +182,24 @@ class Environment:
         return self._stop is not None
 
     def step(self, action: Any) -> tuple[Observation, bool]:
-        """Apply one action (``{"tool": NAME, "args": {...}}``, or None to stop)."""
+        """Apply one action (``{"tool": NAME, "args": {...}}``, or None to stop).
+
+        The action is checked first (:mod:`simworld.actions`): one that is not plain JSON
+        values within the limits (an integer of thousands of digits, a dict that contains
+        itself, a string of megabytes, NaN, a set) is recorded as an ``error`` the agent can
+        read, naming the problem and where, and the episode goes on. Nothing else ever sees it.
+        """
         if self.done:
             raise RuntimeError("The episode is over; call episode() to seal it or reset() to start again.")
         w = self.world
+        plain, problem = plain_action(action)
+        for key, value in usage_tokens(action if problem is not None else plain).items():
+            self._tokens[key] += value  # a refused reply still cost its tokens
+        if problem is not None:
+            self._steps += 1
+            return self._observe(w.refuse(problem)), self._check_end()
+        action = plain
         stopping = isinstance(action, dict) and action.get("stop") is True and "tool" not in action
-        if isinstance(action, dict) and isinstance(action.get("usage"), dict):
-            for key in self._tokens:
-                value = action["usage"].get(key, 0)
-                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                    self._tokens[key] += value
         if action is None or stopping:
             # None stops; {"stop": true, "usage": {...}} stops too, counting the tokens of the last reply.
             self._stop = "agent_stopped"
@@ -204,13 +213,17 @@ class Environment:
             event = w.call(action["tool"], action.get("args", {}))
         else:
             event = w.invalid(action)
-        if w.outcome is not None:
+        return self._observe(event), self._check_end()
+
+    def _check_end(self) -> bool:
+        """End the episode at a terminal tool, the step budget or the time budget; whether it has ended."""
+        if self.world.outcome is not None:
             self._stop = "terminal"
         elif self._steps >= self.scenario.max_steps:
             self._stop = "max_steps"
         elif wall_monotonic() - self._began > self.scenario.timeout_s:
             self._stop = "timeout"
-        return self._observe(event), self.done
+        return self.done
 
     def _die(self, action: dict[str, Any], after_side_effect: bool) -> Observation:
         """The agent dies making this call: before its effect lands, or after it lands but before the log has it.

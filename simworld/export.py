@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import attrs
-import orjson
 
 from simworld.errors import SimworldError
 from simworld.events import Event, read_events

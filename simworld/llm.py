@@ -14,6 +14,12 @@ actions, one per ``act()``:
   token counters count it once;
 - 408, 409, 429, 5xx and connection errors are retried with exponential backoff (honouring
   ``Retry-After``), up to ``max_retries``; any other error status raises at once;
+- with ``episode_timeout_s`` (``openai_factory`` passes the scenario's ``timeout_s``) the
+  agent keeps to the episode's deadline itself, counted from its construction: no request
+  may wait, and no backoff may sleep, past it, and a response still arriving when it
+  passes is dropped; it then raises :class:`~simworld.errors.AgentTimeout`, so the
+  episode ends as ``timeout``. The runner's watchdog stays the backstop, and a call it
+  abandons this way still ends on time instead of holding a socket open;
 - requests are deterministic where the server allows: temperature 0 and, if given,
   ``seed``.
 
@@ -38,9 +44,9 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from simworld.clock import wall_time
+from simworld.clock import wall_monotonic, wall_time
 from simworld.episode import Observation
-from simworld.errors import SimworldError
+from simworld.errors import AgentTimeout, SimworldError
 
 if TYPE_CHECKING:
     from simworld.agents import AgentFactory
@@ -153,7 +159,9 @@ class OpenAIAgent:
 
     def __init__(self, model: str, base_url: str | None = None, *, api_key_env: str = "OPENAI_API_KEY",
                  max_retries: int = 5, backoff_s: float = 0.5, timeout_s: float = 60.0,
-                 temperature: float | None = 0.0, seed: int | None = None) -> None:
+                 temperature: float | None = 0.0, seed: int | None = None,
+                 episode_timeout_s: float | None = None) -> None:
+        began = wall_monotonic()
         httpx = load_httpx()
         if not isinstance(model, str) or not model.strip():
             raise LLMConfigError(f"Expected a model name, as in --agent openai:gpt-4o, but got {model!r}.")
@@ -164,6 +172,9 @@ class OpenAIAgent:
         if max_retries < 0 or backoff_s < 0 or timeout_s <= 0:
             raise LLMConfigError(f"Expected max_retries >= 0, backoff_s >= 0 and timeout_s > 0 but got "
                                  f"{max_retries!r}, {backoff_s!r}, {timeout_s!r}.")
+        if episode_timeout_s is not None and not episode_timeout_s > 0:
+            raise LLMConfigError(f"Expected episode_timeout_s > 0 (or None for no deadline) but got "
+                                 f"{episode_timeout_s!r}.")
         key = os.environ.get(api_key_env, "").strip() or None
         if key is None and _is_openai(base):
             raise LLMConfigError(f"--agent openai:{model} needs an API key: set the environment variable "
@@ -173,6 +184,10 @@ class OpenAIAgent:
         self.url = f"{base}/chat/completions"
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.timeout_s = timeout_s
+        self.episode_timeout_s = episode_timeout_s
+        #: Wall-clock instant (``wall_monotonic``) past which no request or backoff may run; None for none.
+        self.deadline = None if episode_timeout_s is None else began + episode_timeout_s
         self.temperature = temperature
         self.seed = seed
         self._secret = key
@@ -280,7 +295,7 @@ class OpenAIAgent:
             try:
                 # Decimal keeps an amount the model wrote exactly; the world records it as its decimal text.
                 args: Any = json.loads(arguments, parse_float=Decimal) if arguments.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past what json's parser will recurse
                 args = arguments  # the world answers with an argument error the model can read
             call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else \
                 f"call_{self.responses}_{i}"
@@ -310,7 +325,7 @@ class OpenAIAgent:
         for attempt in range(self.max_retries + 1):
             wait = self.backoff_s * 2**attempt
             try:
-                response = self._client.post(self.url, content=content)
+                response = self._post(content)
             except httpx.UnsupportedProtocol as exc:
                 raise LLMAPIError(self._scrub(f"{self._where()}: {exc}")) from None
             except httpx.TransportError as exc:
@@ -330,10 +345,52 @@ class OpenAIAgent:
                 raise LLMAPIError(self._scrub(f"{self._where()} {failure}; gave up after {self.max_retries} "
                                               f"retr{'y' if self.max_retries == 1 else 'ies'}"), status)
             wait = min(wait, self.max_wait_s)
+            left = self._left()
+            if left is not None and wait >= left:
+                raise AgentTimeout(self._scrub(f"{self._where()} {failure}; the episode's {self.episode_timeout_s:g} "
+                                               f"s timeout leaves no time to retry (the next try was due in "
+                                               f"{wait:.2f}s)"))
             _log.warning("%s: %s; retrying in %.2fs", self._where(), self._scrub(failure), wait)
             self.retries += 1
             _sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _left(self) -> float | None:
+        """Seconds left before the episode's deadline (None without one)."""
+        return None if self.deadline is None else self.deadline - wall_monotonic()
+
+    def _out_of_time(self) -> AgentTimeout:
+        return AgentTimeout(f"{self._where()} gave no complete answer within the episode's "
+                            f"{self.episode_timeout_s:g} s timeout; the request was dropped")
+
+    def _post(self, content: bytes) -> Any:
+        """POST ``content`` and read the whole response, never waiting past the episode's deadline.
+
+        httpx's timeout bounds each socket operation, not the request: a server that trickles
+        bytes would never trip it. So the response is streamed, the deadline checked between
+        chunks, and the bytes read wrapped in a fresh, complete ``Response``.
+        """
+        httpx = self._httpx
+        deadline = self.deadline
+        timeout = self.timeout_s
+        if deadline is not None:
+            left = deadline - wall_monotonic()
+            if left <= 0:
+                raise self._out_of_time()
+            timeout = min(timeout, left)
+        try:
+            with self._client.stream("POST", self.url, content=content, timeout=httpx.Timeout(timeout)) as response:
+                raw = []
+                for chunk in response.iter_raw():
+                    raw.append(chunk)
+                    if deadline is not None and wall_monotonic() >= deadline:
+                        raise self._out_of_time()
+                return httpx.Response(response.status_code, headers=response.headers, content=b"".join(raw),
+                                      request=response.request)
+        except httpx.TimeoutException:
+            if deadline is not None and wall_monotonic() >= deadline - 0.01:  # the episode's deadline, not the server
+                raise self._out_of_time() from None
+            raise
 
     def _body(self, response: Any) -> Any:
         try:
@@ -370,7 +427,9 @@ def openai_factory(model: str, base_url: str | None = None, **options: Any) -> A
     It builds one agent now, so a missing httpx, a missing API key or a malformed URL
     fails before the run starts rather than as every episode's error. ``options`` are
     OpenAIAgent's keyword arguments (api_key_env, max_retries, backoff_s, timeout_s,
-    temperature, seed).
+    temperature, seed). Each agent is given its scenario's ``timeout_s`` as its
+    ``episode_timeout_s``, so it keeps to the episode's deadline itself.
     """
     OpenAIAgent(model, base_url, **options)
-    return lambda scenario, seed, variables: OpenAIAgent(model, base_url, **options)
+    return lambda scenario, seed, variables: OpenAIAgent(model, base_url, **{
+        "episode_timeout_s": scenario.timeout_s, **options})

@@ -12,34 +12,62 @@ The protocol, one JSON object per line:
 
 One process runs one episode (a crash after a recovery scenario's crash point starts a
 fresh one). Anything the agent writes to stderr is kept (the last lines go into the
-error if it fails). A process that exits, hangs past the episode's timeout, or prints
-a line that is not JSON is recorded as errored, with the reason, and the run goes on;
-its whole process group is terminated, so nothing is left behind.
+error if it fails). A process that exits or prints a line that is not JSON is recorded
+as errored (``agent_error``), with the reason; one that gives no action, or stops reading
+its observations, within the episode's ``timeout_s`` (counted from its start) is recorded
+as ``timeout``. Either way its whole process group is killed, so nothing is left behind,
+and the run goes on. A line that is JSON but absurd (nested past orjson's depth limit, a
+number past a double, a lone surrogate escape, or values past :mod:`simworld.actions`'
+limits) is not fatal: it comes back to the agent as an error result, like a wrong shape.
+
+Observations are written to a non-blocking pipe and waited on with ``poll``, so an agent
+that never reads its stdin cannot block the harness once the pipe's buffer is full.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shlex
 import signal
 import subprocess
 import threading
 from collections import deque
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
+from simworld.actions import MAX_DEPTH, Refused
 from simworld.clock import wall_monotonic
 from simworld.episode import Observation
+from simworld.errors import AgentTimeout
 
 __all__ = ["AgentProcessError", "SubprocessAgent"]
 
 
 class AgentProcessError(RuntimeError):
-    """The agent process crashed, hung or broke the protocol (the episode is recorded as errored)."""
+    """The agent process crashed or broke the protocol (the episode is recorded as errored)."""
 
     located = False  # its message says what happened; where in simworld it was noticed does not matter
+
+
+#: How long the closing ``end`` message may wait for an agent that does not read it.
+END_GRACE_S = 1.0
+
+
+def _unreadable(error: orjson.JSONDecodeError) -> str | None:
+    """The problem with a line that is JSON orjson will not read, or None for a line that is not JSON at all."""
+    text = str(error)
+    where = f"(at char {error.pos})"
+    if text.startswith("depth limit exceeded"):
+        return f"the action: nested too deep to read {where}; at most {MAX_DEPTH} levels"
+    if text.startswith("number is infinity when parsed as double"):
+        return (f"the action: a number too large to read {where}; send amounts as decimal strings such as "
+                "'12.34'")
+    if "surrogate in string" in text:
+        return f"the action: a string with a lone surrogate escape {where}; strings must be valid Unicode"
+    return None
 
 
 def _wait(proc: subprocess.Popen[bytes], seconds: float) -> None:
@@ -67,6 +95,9 @@ class SubprocessAgent:
                                          stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             raise AgentProcessError(f"cannot start agent command {command!r}: {exc.strerror or exc}") from None
+        assert self.proc.stdin is not None
+        os.set_blocking(self.proc.stdin.fileno(), False)  # written with a deadline: see _send
+        self.closed = False
         self.lines: deque[bytes] = deque()
         self.ready = threading.Event()
         self.eof = False
@@ -91,37 +122,62 @@ class SubprocessAgent:
         tail = " | ".join(list(self.stderr_tail)[-3:])
         return f"; stderr: {tail}" if tail else ""
 
-    def _send(self, message: dict[str, Any]) -> None:
-        stdin: IO[bytes] | None = self.proc.stdin
-        try:
-            assert stdin is not None
-            stdin.write(orjson.dumps(message) + b"\n")
-            stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            self.close()
-            raise AgentProcessError(f"agent process exited (code {self.proc.poll()}) before reading its "
-                                    f"observation{self._why()}") from None
+    def _deadline(self) -> float:
+        return self.began + self.timeout_s
 
-    def act(self, observation: Observation) -> dict[str, Any] | None:
-        """Send the observation; wait (within the episode's timeout) for one action line."""
-        self._send({"type": "observation", **observation.to_json()})
+    def _send(self, message: dict[str, Any], deadline: float) -> None:
+        """Write one line to the agent's stdin, waiting for room in the pipe until ``deadline`` (wall clock)."""
+        if self.closed or self.proc.stdin is None:
+            raise AgentProcessError(f"agent process was already closed (code {self.proc.poll()})")
+        data = memoryview(orjson.dumps(message) + b"\n")
+        fd = self.proc.stdin.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        while data:
+            try:
+                data = data[os.write(fd, data):]
+                continue
+            except BlockingIOError:  # the pipe is full: the agent has not read what it was sent
+                pass
+            except OSError:
+                self.close()
+                raise AgentProcessError(f"agent process exited (code {self.proc.poll()}) before reading its "
+                                        f"observation{self._why()}") from None
+            remaining = deadline - wall_monotonic()
+            if remaining <= 0:
+                self.close()
+                raise AgentTimeout(f"agent process did not read its observation within the {self.timeout_s:g} s "
+                                   f"timeout; it was killed{self._why()}")
+            poller.poll(min(remaining, 1.0) * 1000)  # poll's own timeout: freezegun cannot stop it
+
+    def act(self, observation: Observation) -> dict[str, Any] | Refused | None:
+        """Send the observation; wait (within the episode's timeout) for one action line.
+
+        Raises:
+            AgentTimeout: no action (or the observation not read) within the timeout; the process is killed.
+            AgentProcessError: the process exited or printed a line that is not JSON; it is killed.
+        """
+        self._send({"type": "observation", **observation.to_json()}, self._deadline())
         while not self.lines:
             if self.eof:
                 self.close()
                 raise AgentProcessError(f"agent process exited with code {self.proc.returncode} without an "
                                         f"action{self._why()}")
-            remaining = self.timeout_s - (wall_monotonic() - self.began)
+            remaining = self._deadline() - wall_monotonic()
             if remaining <= 0:
                 self.close()
-                raise AgentProcessError(f"agent process gave no action within the {self.timeout_s:g} s timeout; "
-                                        "it was killed")
+                raise AgentTimeout(f"agent process gave no action within the {self.timeout_s:g} s timeout; "
+                                   f"it was killed{self._why()}")
             self.ready.clear()
             if not self.lines and not self.eof:
                 self.ready.wait(min(remaining, 1.0))
         raw = self.lines.popleft()
         try:
             action = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
+            problem = _unreadable(exc)
+            if problem is not None:
+                return Refused(problem)  # JSON, but absurd: an error result the agent can read
             self.close()
             shown = raw.decode("utf-8", "replace").strip()[:120]
             raise AgentProcessError(f"agent printed a line that is not JSON: {shown!r}; every stdout line must be "
@@ -133,13 +189,17 @@ class SubprocessAgent:
         return action
 
     def end(self, outcome: str | None, stop_reason: str) -> None:
-        """Tell the agent the episode is over, then make sure it is gone."""
-        with contextlib.suppress(AgentProcessError):
-            self._send({"type": "end", "outcome": outcome, "stop_reason": stop_reason})
+        """Tell the agent the episode is over (waiting at most END_GRACE_S to be read), then make sure it is gone."""
+        with contextlib.suppress(AgentProcessError, AgentTimeout):
+            self._send({"type": "end", "outcome": outcome, "stop_reason": stop_reason},
+                       wall_monotonic() + END_GRACE_S)
         self.close()
 
     def close(self) -> None:
-        """Close stdin, give the process a moment, then terminate and kill its whole process group."""
+        """Close stdin, give the process a moment, then terminate and kill its whole process group (once)."""
+        if self.closed:
+            return
+        self.closed = True
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 self.proc.stdin.close()

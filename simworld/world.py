@@ -6,17 +6,19 @@ the clock by the tool's fixed latency and appends an :class:`~simworld.events.Ev
 A tool that raises :class:`~simworld.errors.ToolArgumentError` or
 :class:`~simworld.errors.PolicyDenied` leaves the state untouched and returns its
 message to the agent; any other exception is a bug in the harness or in a user's
-tool and propagates.
+tool and propagates. Arguments (or a whole action) that no action may hold (see
+:mod:`simworld.actions`) are refused before any tool runs, recorded as an
+``invalid`` event the agent can read that names the problem, never the value.
 """
 
 from __future__ import annotations
 
 from datetime import date
-from decimal import Decimal
 from typing import Any
 
 import orjson
 
+from simworld.actions import plain_value, type_name
 from simworld.clock import SimClock
 from simworld.dates import local_date
 from simworld.errors import PolicyDenied, ToolArgumentError, ToolError
@@ -105,9 +107,25 @@ class World:
 
     def invalid(self, action: Any) -> Event:
         """Record an action that is not a tool call, as an error the agent can read."""
+        recorded, problem = _jsonable(action, "")
+        if problem is not None:
+            return self.refuse(problem)
         message = ('Expected an action {"tool": NAME, "args": {...}} (or None to stop) but got '
-                   f"{_jsonable(action)!r}.")
-        event = Event(self.seq, self.clock.iso(), "", _jsonable(action), {"error": message}, "error", 0.0, "invalid")
+                   f"{recorded!r}.")
+        return self._record(Event(self.seq, self.clock.iso(), "", recorded, {"error": message}, "error", 0.0,
+                                  "invalid"))
+
+    def refuse(self, problem: str) -> Event:
+        """Record an action refused before anything ran (see :mod:`simworld.actions`), as an error the agent can read.
+
+        The event's args are ``{"refused": problem}``: the problem names the type, the size and
+        the place of what was wrong, never the value itself.
+        """
+        message = f"Refused the action without running it: {problem}."
+        return self._record(Event(self.seq, self.clock.iso(), "", {"refused": problem}, {"error": message}, "error",
+                                  0.0, "invalid"))
+
+    def _record(self, event: Event) -> Event:
         self.events.append(event)
         self.states.append(self.state)
         self.seq += 1
@@ -117,11 +135,16 @@ class World:
         """Run one tool call and record it; never raises for the agent's mistakes."""
         seq = self.seq
         at = self.clock.iso()
-        tool = self.tools.get(name) if isinstance(name, str) else None
-        args_json = _jsonable(args)
+        if not isinstance(name, str):
+            # Environment.step sends only string names here; a direct caller may send anything.
+            name = f"<a value of type {type_name(name)}>"
+        tool = self.tools.get(name)
+        args_json, problem = _jsonable(args, "args")
+        if problem is not None:
+            return self.refuse(problem)
         if tool is None:
             result: Any = {"error": f"Unknown tool {name!r}; available: {sorted(self.tools)!r}."}
-            event = Event(seq, at, str(name), args_json, result, "error", 0.0, "unknown")
+            event = Event(seq, at, name, args_json, result, "error", 0.0, "unknown")
         else:
             before = self.state
             try:
@@ -132,39 +155,25 @@ class World:
                 self.state = before
                 result, status = {"error": str(exc)}, exc.status
             self.clock.advance(tool.latency)
-            event = Event(seq, at, tool.name, args_json, _jsonable(result), status, tool.latency, tool.kind.value)
+            recorded, problem = _jsonable(result, "result")
+            if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug, not the agent's
+                raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
+            event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, tool.kind.value)
             if status == "ok" and tool.kind.value == "terminal":
                 self.outcome = result["outcome"]
-        self.events.append(event)
-        self.states.append(self.state)
-        self.seq += 1
-        return event
+        return self._record(event)
 
 
-def _jsonable(value: Any) -> Any:
-    """Round-trip through canonical JSON so what is recorded is exactly what replays.
+def _jsonable(value: Any, root: str) -> tuple[Any, str | None]:
+    """Round-trip through canonical JSON so what is recorded is exactly what replays; or the problem with it.
 
     Integers beyond 64 bits (valid JSON, but not for orjson) and a Python agent's
     ``Decimal`` amounts are kept as their decimal text, so they reach the tool exactly
-    (and an absurd amount is refused there, by name).
+    (and an absurd amount is refused there, by name). What orjson cannot write is walked
+    by :func:`simworld.actions.plain_value`, which never recurses and never calls a
+    ``repr``: a value no action may hold comes back as a one-line problem naming where.
     """
     try:
-        return orjson.loads(orjson.dumps(value))
-    except TypeError:
-        widened = _widen(value)
-        try:
-            return orjson.loads(orjson.dumps(widened))
-        except TypeError:
-            return repr(value)
-
-
-def _widen(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _widen(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_widen(v) for v in value]
-    return value
+        return orjson.loads(orjson.dumps(value)), None
+    except TypeError:  # beyond 64 bits, a Decimal, a cycle, deep nesting, a foreign type: the careful walk
+        return plain_value(value, root)

@@ -42,21 +42,21 @@ class TestExampleAgent:
 
 MISBEHAVING = {
     "crash": ("import sys\nsys.stdin.readline()\nprint('boom', file=sys.stderr)\nsys.exit(3)\n",
-              "exited with code 3", "boom"),
+              "agent_error", "exited with code 3", "boom"),
     "hang": ("import sys, time, subprocess\nsys.stdin.readline()\nsubprocess.Popen(['sleep', '{marker}'])\n"
-             "time.sleep(120)\n", "no action within", "killed"),
+             "time.sleep(120)\n", "timeout", "no action within", "killed"),
     "garbage": ("import sys\nsys.stdin.readline()\nprint('let me think about it', flush=True)\nsys.stdin.readline()\n",
-                "not JSON", "let me think"),
+                "agent_error", "not JSON", "let me think"),
 }
 
 
 class TestMisbehavingProcesses:
     @pytest.mark.parametrize("kind", sorted(MISBEHAVING))
     def test_recorded_as_errored_and_the_run_goes_on(self, tmp_path: Path, kind: str) -> None:
-        """A crashing, hanging or garbage-printing agent is recorded as errored with the reason; every episode
-        of the run is still recorded; no process is left behind."""
+        """A crashing or garbage-printing agent is recorded as errored, a hanging one as timed out, each with the
+        reason; every episode of the run is still recorded; no process is left behind."""
         marker = str(1000 + uuid.uuid4().int % 8000)
-        source, reason, detail = MISBEHAVING[kind]
+        source, stop_reason, reason, detail = MISBEHAVING[kind]
         agent = tmp_path / f"{kind}.py"
         agent.write_text(source.replace("{marker}", marker))
         suite = _quick_suite(tmp_path, timeout_s=1.5)
@@ -66,7 +66,7 @@ class TestMisbehavingProcesses:
         results = _results(tmp_path / "out")
         assert len(results) == 2
         for r in results:
-            assert r["stop_reason"] == "agent_error" and not r["passed"] and r["total"] == 0.0
+            assert r["stop_reason"] == stop_reason and not r["passed"] and r["total"] == 0.0
             assert reason in r["error"] and detail in r["error"]
         left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
         assert left.stdout.strip() == "", "a child of the agent was left running"

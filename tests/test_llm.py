@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import copy_suite
 
 from simworld import llm
-from simworld.agents import AgentFactory
-from simworld.episode import Observation
+from simworld.agents import AgentFactory, build_agent_factory
+from simworld.clock import TimeGuard, wall_monotonic
+from simworld.episode import Environment, Episode, Observation
 from simworld.llm import LLMAPIError, LLMConfigError, LLMDependencyError, OpenAIAgent, openai_factory
+from simworld.runner import play as play_episode
 from simworld.runner import run_one, run_suite
 from simworld.scenario import load_suite
 
@@ -38,11 +41,15 @@ def fixture(name: str) -> dict[str, Any]:
 
 
 class Stub:
-    """A local OpenAI-compatible endpoint: replays scripted replies and records every request it gets."""
+    """A local OpenAI-compatible endpoint: replays scripted replies and records every request it gets.
+
+    A reply may also be a stall (see :meth:`stall`): the request is accepted and never answered.
+    """
 
     def __init__(self) -> None:
-        self.replies: deque[tuple[int, dict[str, str], bytes]] = deque()
+        self.replies: deque[tuple[int, dict[str, str], bytes] | str] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.release = threading.Event()  # set at teardown: every stalled reply gives up
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -52,8 +59,12 @@ class Stub:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 stub.requests.append({"path": self.path, "headers": dict(self.headers.items()), "raw": raw,
                                       "body": json.loads(raw)})
-                if stub.replies:
-                    status, headers, body = stub.replies.popleft()
+                reply = stub.replies.popleft() if stub.replies else None
+                if isinstance(reply, str):
+                    stub.stalled(self, reply)
+                    return
+                if reply is not None:
+                    status, headers, body = reply
                 else:
                     status, headers, body = 418, {}, b'{"error": {"message": "the stub has no reply left"}}'
                 self.send_response(status)
@@ -81,12 +92,34 @@ class Stub:
         self.replies.append((status, {}, json.dumps(body).encode()))
         return self
 
+    def stall(self, mode: str) -> Stub:
+        """Queue a reply that never completes: ``silent`` reads the request and says nothing; ``trickle`` sends
+        the headers of a 100 kB body, then one byte every 0.1 s (so no single read ever times out)."""
+        self.replies.append(mode)
+        return self
+
+    def stalled(self, handler: BaseHTTPRequestHandler, mode: str) -> None:
+        handler.close_connection = True
+        if mode == "trickle":
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", "100000")
+            handler.end_headers()
+            while not self.release.wait(0.1):
+                try:
+                    handler.wfile.write(b" ")  # JSON allows leading whitespace: the body is never wrong, only slow
+                except OSError:  # the client gave up
+                    return
+        else:
+            self.release.wait(120)
+
 
 @pytest.fixture
 def stub() -> Iterator[Stub]:
     s = Stub()
     s.thread.start()
     yield s
+    s.release.set()
     s.server.shutdown()
     s.server.server_close()
 
@@ -436,3 +469,92 @@ class TestConfig:
 
         assert issubclass(LLMAPIError, SimworldError) and issubclass(LLMConfigError, SimworldError)
         assert LLMAPIError("x", 400).status == 400
+
+    def test_episode_timeout_must_be_positive(self) -> None:
+        """episode_timeout_s of zero or less is refused when the agent is built."""
+        with pytest.raises(LLMConfigError, match="episode_timeout_s"):
+            OpenAIAgent("m", "http://localhost:8000/v1", episode_timeout_s=0)
+
+
+QUICK_S = 2  # the copied scenario's timeout_s
+
+
+@pytest.fixture
+def quick(tmp_path: Path):
+    """SID with a 2 s budget, so a stalled endpoint is cut off quickly."""
+    (sc,) = load_suite(copy_suite(tmp_path, SID, budget={"max_steps": 15, "timeout_s": QUICK_S}), [SID])
+    return sc
+
+
+def play_alone(scenario, factory: AgentFactory) -> tuple[Episode, float]:
+    """Play one episode with no watchdog thread (the factory is not marked bounded) under freezegun.
+
+    Only the agent's own deadline can end a stalled request; a harness that hangs fails the test.
+    """
+    box: list[Episode] = []
+
+    def run() -> None:
+        with TimeGuard() as guard:
+            box.append(play_episode(Environment(scenario, SEED, agent_name="openai", guard=guard), factory))
+
+    began = wall_monotonic()
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(QUICK_S + 30)
+    assert not worker.is_alive(), "the agent waited on the endpoint past the episode's timeout"
+    return box[0], wall_monotonic() - began
+
+
+class TestEpisodeDeadline:
+    def test_factory_gives_each_agent_the_scenario_timeout(self, quick, stub: Stub) -> None:
+        """openai_factory's agents know their scenario's timeout_s; a bare OpenAIAgent has no deadline."""
+        agent = openai_factory("stub-model", stub.base_url)(quick, SEED, {})
+        assert isinstance(agent, OpenAIAgent) and agent.episode_timeout_s == QUICK_S
+        assert agent.deadline is not None and 0 < agent.deadline - wall_monotonic() <= QUICK_S
+        assert OpenAIAgent("stub-model", stub.base_url).deadline is None
+
+    def test_factory_agents_still_play(self, scenario, stub: Stub) -> None:
+        """With a deadline (the streamed request) the agent plays and passes exactly as before."""
+        for name in WAIVE:
+            stub.reply(name)
+        factory = openai_factory("stub-model", stub.base_url)
+        episode, _ = play_alone(scenario, factory)
+        assert (episode.stop_reason, episode.outcome, episode.error) == ("terminal", "act", None)
+
+    def test_silent_endpoint_is_a_timeout(self, quick, stub: Stub) -> None:
+        """An endpoint that accepts the request and never answers ends the episode as timeout, by the agent's own
+        deadline (no watchdog here), within timeout_s and a few seconds."""
+        stub.stall("silent")
+        episode, took = play_alone(quick, openai_factory("stub-model", stub.base_url, backoff_s=0.01))
+        assert episode.stop_reason == "timeout", episode.error
+        assert f"gave no complete answer within the episode's {QUICK_S} s timeout" in (episode.error or "")
+        assert took < QUICK_S + 10 and len(stub.requests) == 1
+
+    def test_trickling_endpoint_is_a_timeout(self, quick, stub: Stub) -> None:
+        """An endpoint that trickles its body a byte at a time (no read ever times out) still ends on time."""
+        stub.stall("trickle")
+        episode, took = play_alone(quick, openai_factory("stub-model", stub.base_url, backoff_s=0.01))
+        assert episode.stop_reason == "timeout", episode.error
+        assert "gave no complete answer" in (episode.error or "") and took < QUICK_S + 10
+
+    def test_backoff_never_sleeps_past_the_deadline(self, quick, stub: Stub, sleeps: list[float]) -> None:
+        """A Retry-After longer than the time left ends the episode as timeout at once, without sleeping."""
+        stub.reply("error-429", 429, {"Retry-After": "30"})
+        episode, took = play_alone(quick, openai_factory("stub-model", stub.base_url))
+        assert episode.stop_reason == "timeout" and "leaves no time to retry" in (episode.error or "")
+        assert sleeps == [] and took < QUICK_S + 10
+        assert KEY not in (episode.error or "")
+
+    def test_run_goes_on_after_a_stall(self, quick, stub: Stub) -> None:
+        """Under simworld run's own factory (watchdog and all), a stalled episode is a timeout and the next
+        episode of the run plays normally."""
+        stub.stall("silent")
+        for name in WAIVE:
+            stub.reply(name)
+        factory = build_agent_factory("openai:stub-model", base_url=stub.base_url)
+        began = wall_monotonic()
+        run = run_suite([quick], [SEED], "openai:stub-model", factory, None, trials=2)
+        first, second = run.results
+        assert first["stop_reason"] == "timeout" and not first["passed"]
+        assert (second["stop_reason"], second["passed"]) == ("terminal", True), second["error"]
+        assert wall_monotonic() - began < QUICK_S + 15
