@@ -174,8 +174,8 @@ def run(
         head = ("scenario", "episodes", "passed", "pass rate", "mean score")
     _table(head, rows)
     if trials > 1:
-        tasks = result.summary["tasks"]
-        if len(tasks) <= 20:
+        tasks = result.summary.get("tasks", [])
+        if 0 < len(tasks) <= 20:
             typer.echo("\nper task: " + ", ".join(f"{t['scenario']}@{t['seed']} {t['successes']}/{t['trials']}"
                                                   for t in tasks))
         typer.echo("")

@@ -246,6 +246,10 @@ def pass_hat_k(successes: Sequence[int], trials: int) -> dict[str, float]:
     return out
 
 
+#: run.json lists each task's successes up to this many tasks (a sweep of 28 x 50 is 1,400).
+MAX_LISTED_TASKS = 2_000
+
+
 class Tally:
     """Counts a run keeps while it goes, in constant memory per task (not per episode)."""
 
@@ -263,9 +267,15 @@ class Tally:
         self.tasks[key] = self.tasks.get(key, 0) + int(bool(line["passed"]))
 
     def summary(self, trials: int) -> dict[str, Any]:
-        tasks = [{"scenario": s, "seed": seed, "successes": c, "trials": trials}
-                 for (s, seed), c in self.tasks.items()]
-        return {"pass_hat_k": pass_hat_k(list(self.tasks.values()), trials) if self.tasks else {}, "tasks": tasks}
+        """pass^k, the number of tasks and, up to :data:`MAX_LISTED_TASKS`, each task's successes."""
+        out: dict[str, Any] = {
+            "pass_hat_k": pass_hat_k(list(self.tasks.values()), trials) if self.tasks else {},
+            "task_count": len(self.tasks),
+        }
+        if len(self.tasks) <= MAX_LISTED_TASKS:  # a sweep's list would only bloat run.json; results.jsonl has it
+            out["tasks"] = [{"scenario": s, "seed": seed, "successes": c, "trials": trials}
+                            for (s, seed), c in self.tasks.items()]
+        return out
 
     @property
     def mean_total(self) -> float:

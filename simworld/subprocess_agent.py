@@ -145,7 +145,7 @@ class SubprocessAgent:
                                         f"observation{self._why()}") from None
             remaining = deadline - wall_monotonic()
             if remaining <= 0:
-                self.close()
+                self.close(grace=0)
                 raise AgentTimeout(f"agent process did not read its observation within the {self.timeout_s:g} s "
                                    f"timeout; it was killed{self._why()}")
             poller.poll(min(remaining, 1.0) * 1000)  # poll's own timeout: freezegun cannot stop it
@@ -165,7 +165,7 @@ class SubprocessAgent:
                                         f"action{self._why()}")
             remaining = self._deadline() - wall_monotonic()
             if remaining <= 0:
-                self.close()
+                self.close(grace=0)
                 raise AgentTimeout(f"agent process gave no action within the {self.timeout_s:g} s timeout; "
                                    f"it was killed{self._why()}")
             self.ready.clear()
@@ -195,15 +195,18 @@ class SubprocessAgent:
                        wall_monotonic() + END_GRACE_S)
         self.close()
 
-    def close(self) -> None:
-        """Close stdin, give the process a moment, then terminate and kill its whole process group (once)."""
+    def close(self, grace: float = 0.5) -> None:
+        """Close stdin, give the process ``grace`` seconds, then terminate and kill its whole process group (once).
+
+        A process that has already run out its time gets no grace (``grace=0``).
+        """
         if self.closed:
             return
         self.closed = True
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 self.proc.stdin.close()
-        _wait(self.proc, 0.5)
+        _wait(self.proc, grace)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if self.proc.poll() is not None:
                 break

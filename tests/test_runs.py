@@ -421,7 +421,12 @@ def test_api_refuses_resume_and_overwrite_together(tmp_path: Path) -> None:
 
 
 def test_readme_documents_runs() -> None:
-    """README shows sweeps, resume, shards, merge and the exit codes."""
-    readme = (ROOT / "README.md").read_text()
-    for text in ("--seeds 0..49", "--resume", "--shard 1/4", "simworld merge", "--fail-under", "harness_error"):
+    """README shows sweeps, resume, shards, merge, the exit codes and the action limits as the code has them."""
+    from simworld import actions
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for text in ("--seeds 0..49", "--resume", "--shard 1/4", "simworld merge", "--fail-under", "harness_error",
+                 f"nesting {actions.MAX_DEPTH} levels", f"{actions.MAX_NODES:,} values",
+                 f"a string {actions.MAX_STRING_CHARS:,} characters", f"{actions.MAX_TEXT_CHARS:,} characters of text",
+                 f"an integer or decimal {actions.MAX_INT_DIGITS} digits"):
         assert text in readme, text
