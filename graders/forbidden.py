@@ -9,7 +9,9 @@ let through (``except``). Named patterns:
 - ``paid_instalments``: any field of a paid instalment; of a partially paid one, any
   field but the payment's own ``paid_amount`` and ``status``;
 - ``currency``: any record's currency;
-- ``outside_target``: any record that does not belong to the scenario's customer.
+- ``outside_target``: any record that does not belong to the scenario's customer, including a
+  message, escalation, information request or decline addressed to anyone else (one addressed
+  to nobody in particular, ``customer_id`` blank, goes back to whoever asked and is allowed).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from simworld.models import BUSINESS_TABLES
+from simworld.models import BUSINESS_TABLES, COMMS_TABLES
 from simworld.projection import group_key, record_paths
 from simworld.verdict import Check, Verdict
 
@@ -49,6 +51,7 @@ def _target_prefixes(episode: Any) -> tuple[str, ...]:
     t = episode.target
     state = episode.initial_state
     prefixes = [f"customers/{t['customer']}/"]
+    prefixes += [f"{table}/{who}/" for table in COMMS_TABLES for who in (t["customer"], "-")]
     for policy in state.children("policies", "customer_id", t["customer"]):
         prefixes += [f"policies/{policy.id}/", f"premium_changes/{policy.id}/"]
         for plan in state.children("plans", "policy_id", policy.id):
@@ -82,7 +85,7 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
     targets = _target_prefixes(episode)
     found: dict[tuple[str, str], dict[str, Any]] = {}
     previous = initial
-    business = set(BUSINESS_TABLES)
+    business = set(BUSINESS_TABLES) | set(COMMS_TABLES)
     for event, state in zip(episode.events, episode.states, strict=True):
         if state is previous:
             continue

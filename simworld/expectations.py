@@ -6,6 +6,8 @@ Keys (all optional but ``allowed_outcomes``, which scenario.py checks):
 - ``required_steps``: ``[{"id", "tool", "args", "after"}]``, a DAG;
 - ``forbidden_changes`` (default ``["paid_instalments", "currency", "outside_target"]``);
 - ``unauthorised_actions`` (default true), ``money_invariants`` (default true, or ``{"even_split": false}``);
+- ``communications`` (default true, or an object with the closed keys ``recipients``, ``must_say``,
+  ``claims`` and ``figures``; see graders/comms.py);
 - ``requires``: ``{COUNTER: {"min": N, "max": M}, "stop_reason": REASON}``;
 - ``graders``: ``[{"grader": "module:function", "args": {...}}]``, joined to the conjunction;
 - ``hooks``: ``{"pre_grade": [GRADER...], "post_run": ["module:function", ...]}``;
@@ -32,7 +34,9 @@ from simworld.vocab import COUNTERS, STOP_REASONS
 __all__ = ["GRADING_KEYS", "Expectations", "build_expectations"]
 
 GRADING_KEYS = ("expected_final_state", "required_steps", "forbidden_changes", "unauthorised_actions",
-                "money_invariants", "requires", "graders", "hooks", "weights")
+                "money_invariants", "communications", "requires", "graders", "hooks", "weights")
+_COMMS_KEYS = ("recipients", "must_say", "claims", "figures")
+_MUST_SAY_KEYS = ("tool", "args", "field")
 _STEP_KEYS = ("id", "tool", "args", "after")
 _PATTERN_KEYS = ("name", "path", "where", "except")
 _GRADER_KEYS = ("grader", "args")
@@ -126,6 +130,40 @@ def _requires(path: Path, bounds: Any) -> dict[str, Any]:
     return bounds
 
 
+def _communications(path: Path, setting: Any) -> dict[str, Any] | None:
+    """The communications grader's args from task.json's ``communications`` (None: turned off)."""
+    from graders.comms import CLAIMS
+    from simworld.tools import TOOLS, Kind
+
+    if setting is False:
+        return None
+    if setting is True:
+        return {}
+    _closed(path, "communications", setting, _COMMS_KEYS)
+    recipients = setting.get("recipients", [])
+    if not isinstance(recipients, list) or not all(isinstance(r, str) and r for r in recipients):
+        raise _err(path, f"communications.recipients must be a list of customer ids but got {recipients!r}.")
+    claims = setting.get("claims", list(CLAIMS))
+    if not isinstance(claims, list) or any(c not in CLAIMS for c in claims):
+        raise _err(path, f"communications.claims must be a list drawn from {', '.join(CLAIMS)} but got {claims!r}.")
+    figures = setting.get("figures", True)
+    if not isinstance(figures, bool):
+        raise _err(path, f"communications.figures must be true or false but got {figures!r}.")
+    must_say = setting.get("must_say", [])
+    if not isinstance(must_say, list):
+        raise _err(path, f"communications.must_say must be a list but got {must_say!r}.")
+    reads = sorted(n for n, t in TOOLS.items() if t.kind is Kind.READ)
+    for i, entry in enumerate(must_say):
+        _closed(path, f"communications.must_say[{i}]", entry, _MUST_SAY_KEYS)
+        if entry.get("tool") not in reads:
+            raise _err(path, f"communications.must_say[{i}].tool must be a read tool ({', '.join(reads)}) but got "
+                             f"{entry.get('tool')!r}.")
+        if not isinstance(entry.get("field"), str) or not isinstance(entry.get("args", {}), dict):
+            raise _err(path, f"communications.must_say[{i}] needs a 'field' (a key of the tool's result) and "
+                             "'args' as an object.")
+    return {"recipients": recipients, "must_say": must_say, "claims": claims, "figures": figures}
+
+
 def _custom(path: Path, entries: Any, where: str, search: Path) -> list[GraderSpec]:
     if not isinstance(entries, list):
         raise _err(path, f"{where} must be a list but got {entries!r}.")
@@ -167,6 +205,9 @@ def build_expectations(path: Path, data: dict[str, Any], tools: tuple[str, ...],
         if not isinstance(setting, dict):
             raise _err(path, f"{key} must be true, false or an object of the grader's args but got {setting!r}.")
         graders.append(resolve_grader(grader, setting, where, part=part))
+    comms = _communications(path, data.get("communications", True))
+    if comms is not None:
+        graders.append(resolve_grader("graders.comms:communications", comms, where, part="comms"))
     bounds = _requires(path, data.get("requires", {}))
     if bounds:
         graders.append(resolve_grader("graders.requires:requires", {"bounds": bounds}, where, part="requires"))

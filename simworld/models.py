@@ -26,6 +26,7 @@ __all__ = [
     "TABLES",
     "Credit",
     "Customer",
+    "Decline",
     "Escalation",
     "Fee",
     "InfoRequest",
@@ -186,6 +187,17 @@ class Escalation:
 
 
 @attrs.frozen
+class Decline:
+    """A request the agent turned down, with the reason it gave the customer."""
+
+    table: ClassVar[str] = "declines"
+    id: str
+    customer_id: str
+    reason: str
+    at: datetime
+
+
+@attrs.frozen
 class InfoRequest:
     """A question the agent put back to the customer."""
 
@@ -196,16 +208,17 @@ class InfoRequest:
     at: datetime
 
 
-Record = Customer | Policy | Plan | Payment | Fee | Credit | PremiumChange | Message | Escalation | InfoRequest
+Record = (Customer | Policy | Plan | Payment | Fee | Credit | PremiumChange | Message | Escalation | InfoRequest
+          | Decline)
 
 MODELS: dict[str, type[Any]] = {
     m.table: m
-    for m in (Customer, Policy, Plan, Payment, Fee, Credit, PremiumChange, Message, Escalation, InfoRequest)
+    for m in (Customer, Policy, Plan, Payment, Fee, Credit, PremiumChange, Message, Escalation, InfoRequest, Decline)
 }
 #: Tables whose contents are the business state (what a terminal outcome other than act must leave unchanged).
 BUSINESS_TABLES = ("customers", "policies", "plans", "payments", "fees", "credits", "premium_changes")
 #: Tables of what the agent said and to whom.
-COMMS_TABLES = ("messages", "escalations", "info_requests")
+COMMS_TABLES = ("messages", "escalations", "info_requests", "declines")
 TABLES = BUSINESS_TABLES + COMMS_TABLES
 
 for _cls in (*MODELS.values(), Instalment):

@@ -1,9 +1,10 @@
-"""The canonical projection: a state's business records as ``path → value``, keyed by natural keys.
+"""The canonical projection: a state's records as ``path → value``, keyed by natural keys.
 
 Graders compare states through this projection, never through generated ids: an
 instalment is ``plans/PLAN/instalments/SEQ``, a payment is the n-th payment of its
 plan (its id and idempotency key are the agent's choice, not a business fact), a
-premium change is keyed by its policy and effective date. Only the records a set
+premium change is keyed by its policy and effective date, and a message, escalation,
+information request or decline by the customer it is addressed to. Only the records a set
 of states touched are projected, so a comparison costs what the episodes changed,
 not the size of the world.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from simworld.models import BUSINESS_TABLES, to_json
+from simworld.models import BUSINESS_TABLES, COMMS_TABLES, to_json
 from simworld.state import State
 
 __all__ = ["Projection", "diff", "group_key", "project", "record_paths", "touched"]
@@ -21,6 +22,7 @@ __all__ = ["Projection", "diff", "group_key", "project", "record_paths", "touche
 Projection = dict[str, Any]
 
 _BUSINESS = frozenset(BUSINESS_TABLES)
+_COMMS = frozenset(COMMS_TABLES)
 # Fields that are identifiers chosen by whoever created the record, not facts to grade.
 _GENERATED = {"payments": {"id", "idempotency_key"}, "credits": {"id", "reason"}, "premium_changes": {"id"}}
 # Records keyed by their parent and position rather than their id.
@@ -59,6 +61,11 @@ def record_paths(state: State, table: str, key: str) -> Projection:
         return out
     data = to_json(record)
     rid = key
+    if table in _COMMS:
+        # What the agent said is filed under whom it was said to ('-': nobody named), so a message to
+        # another customer is a change outside the target like any other.
+        _flatten(f"{table}/{data.get('customer_id') or '-'}/{rid}", data, out)
+        return out
     if table == "plans":
         instalments = data.pop("instalments")
         for inst in instalments:

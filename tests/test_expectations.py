@@ -102,7 +102,7 @@ class TestCopiedScenario:
         sc = load_scenario(scenario_dir)
         assert sc.id == SID and sc.path == scenario_dir
         assert [g.part for g in sc.expectations.graders] == ["outcome", "state", "steps", "forbidden", "authority",
-                                                             "money", "requires"]
+                                                             "money", "comms", "requires"]
 
 
 class TestTopLevel:
@@ -450,7 +450,7 @@ class TestForbiddenAndWeights:
         """weights naming a part that does not exist is refused, listing the parts."""
         edit(scenario_dir, set_key("weights", {"state": 2, "speed": 1}))
         fails(scenario_dir, r"unknown key\(s\) \['speed'\] in weights; allowed: outcome, state, steps, forbidden, "
-                            r"authority, money, requires, custom")
+                            r"authority, money, comms, requires, custom")
 
     @pytest.mark.parametrize("weight", [-1, "2", True])
     def test_weights_must_be_non_negative_numbers(self, scenario_dir: Path, weight: Any) -> None:

@@ -938,17 +938,23 @@ class TestGradingContract:
         assert grade_episode([], some_episode, (), {})["passed"] is False
 
     def test_weights_change_total(self, grader_module, some_episode) -> None:
-        """total is the weights-weighted mean of part scores: weighting the failing part lowers it."""
-        graders = [spec(grader_module, "ok", part="outcome"), spec(grader_module, "fail", part="custom")]
+        """total is the weights-weighted mean of the non-gate parts: weighting the failing part lowers it."""
+        graders = [spec(grader_module, "ok", part="state"), spec(grader_module, "fail", part="custom")]
         even = grade_episode(graders, some_episode, (), {})
         heavy_fail = grade_episode(graders, some_episode, (), {"custom": 3.0})
-        heavy_ok = grade_episode(graders, some_episode, (), {"outcome": 3.0})
+        heavy_ok = grade_episode(graders, some_episode, (), {"state": 3.0})
         zero_fail = grade_episode(graders, some_episode, (), {"custom": 0.0})
-        assert even["parts"] == {"outcome": 1.0, "custom": 0.0}
+        assert even["parts"] == {"state": 1.0, "custom": 0.0}
         assert even["total"] == 0.5
         assert heavy_fail["total"] == 0.25
         assert heavy_ok["total"] == 0.75
         assert zero_fail["total"] == 1.0 and zero_fail["passed"] is False
+
+    def test_gate_parts_earn_no_credit_of_their_own(self, grader_module, some_episode) -> None:
+        """A passed gate part (outcome) is not averaged in: the other parts alone make the total."""
+        graders = [spec(grader_module, "ok", part="outcome"), spec(grader_module, "fail", part="custom")]
+        out = grade_episode(graders, some_episode, (), {"outcome": 5.0})
+        assert out["parts"] == {"outcome": 1.0, "custom": 0.0} and out["total"] == 0.0
 
     def test_grader_score_is_its_part(self, grader_module, some_episode) -> None:
         """A verdict's explicit score is its part's score."""
@@ -984,7 +990,8 @@ class TestGradingContract:
         ep = solution_episode(SPLIT, SPLIT_REMAINDER_SEED, 1)
         out = grade(scenario(SPLIT), ep, solutions(SPLIT, SPLIT_REMAINDER_SEED))
         assert out["passed"] is True and out["total"] == 1.0
-        assert set(out["parts"]) == {"outcome", "state", "steps", "forbidden", "authority", "money", "requires"}
+        assert set(out["parts"]) == {"outcome", "state", "steps", "forbidden", "authority", "money", "comms",
+                                     "requires"}
         names = {c["name"] for c in out["checks"]}
         assert {"outcome_allowed", "end_state_matches_a_solution", "no_forbidden_changes",
                 "no_unauthorised_actions", "conservation", "requires:stop_reason"} <= names

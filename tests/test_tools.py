@@ -1013,12 +1013,16 @@ class TestRequestInformation:
 
 
 class TestDecline:
-    def test_ends_with_decline_and_changes_nothing(self, world: World) -> None:
-        """decline sets the outcome decline and leaves the whole state hash unchanged."""
-        h = world.state.hash
-        event = ok(world, "decline", {"reason": "Paid instalments cannot move."})
-        assert event.result == {"outcome": "decline", "reason": "Paid instalments cannot move."}
-        assert world.outcome == "decline" and world.state.hash == h
+    def test_ends_with_decline_and_files_only_the_decline(self, world: World) -> None:
+        """decline sets the outcome decline and adds one record, the decline with its reason; nothing else changes."""
+        before = world.state
+        event = ok(world, "decline", {"reason": "Paid instalments cannot move.", "customer_id": "cus_001"})
+        assert event.result == {"outcome": "decline", "reason": "Paid instalments cannot move.",
+                                "decline_id": "dec-0000"}
+        assert world.outcome == "decline"
+        assert set(world.state.overlay) - set(before.overlay) == {("declines", "dec-0000")}
+        record = world.state.get("declines", "dec-0000")
+        assert (record.customer_id, record.reason) == ("cus_001", "Paid instalments cannot move.")
 
     def test_blank_reason_is_an_error(self, world: World) -> None:
         """A blank reason is a bad argument naming reason."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from simworld.errors import ToolArgumentError
-from simworld.models import Escalation, InfoRequest
+from simworld.models import Decline, Escalation, InfoRequest
 from simworld.tools._registry import Kind, tool
 from simworld.world import World
 
@@ -64,13 +64,17 @@ def request_information(world: World, question: str, customer_id: str = "") -> d
 
 
 @tool(Kind.TERMINAL, latency=0.5)
-def decline(world: World, reason: str) -> dict[str, Any]:
+def decline(world: World, reason: str, customer_id: str = "") -> dict[str, Any]:
     """Decline the request, with the reason you will give the customer, and end the conversation (outcome: decline).
 
     Args:
         reason: Why the request cannot be done, e.g. the rule it breaks.
+        customer_id: The customer concerned, if known.
     """
-    return {"outcome": "decline", "reason": _text(reason, "reason", "decline")}
+    record = Decline(f"dec-{world.seq:04d}", _customer_or_blank(world, customer_id),
+                     _text(reason, "reason", "decline"), world.clock.now)
+    world.put(record)
+    return {"outcome": "decline", "reason": record.reason, "decline_id": record.id}
 
 
 TERMINAL_TOOLS = [finish, escalate, request_information, decline]
