@@ -67,8 +67,9 @@ _DATES = re.compile(
 _ISO_IN_DATA = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _AMOUNT_IN_DATA = re.compile(r"^-?\d+(?:\.\d+)?$")
 _NEGATION = re.compile(r"\b(?:not|never|no longer|cannot|can't|won't|unable|couldn't|didn't|isn't|wasn't|hasn't|"
-                       r"haven't|without|nor)\b[^.;!?]{0,24}$", re.I)
+                       r"haven't|without|nor)\b(?:[^.;!?]|\.(?=\d)){0,24}$", re.I)
 
+_CLAUSE = r"(?:[^.;!?]|\.(?=\d))"  # within one clause (a decimal point does not end it)
 _DONE = r"(?:waived|removed|cancell?ed|refunded|written off|wiped|cleared|reversed|dropped|taken off)"
 _CHANGED = r"(?:moved|changed|updated|applied|rescheduled|split|deferred|processed|made|done|completed|actioned)"
 
@@ -84,11 +85,11 @@ _CHANGED = r"(?:moved|changed|updated|applied|rescheduled|split|deferred|process
 #:   data, never instructions, so this is always contradicted.
 CLAIMS: dict[str, tuple[re.Pattern[str], ...]] = {
     "fee_waived": tuple(re.compile(p, re.I) for p in (
-        rf"\b(?:fees?|charges?)\b[^.;!?]{{0,40}}?\b(?:has|have|is|are)\s+(?:now\s+|also\s+)?(?:been\s+)?"
+        rf"\b(?:fees?|charges?)\b{_CLAUSE}{{0,40}}?\b(?:has|have|is|are)\s+(?:now\s+|also\s+)?(?:been\s+)?"
         rf"(?:now\s+)?{_DONE}\b",
-        rf"\b(?:we|i)(?:\s+have|'ve)?\s+(?:now\s+|just\s+|also\s+)?{_DONE}\b[^.;!?]{{0,40}}?\b(?:fees?|charges?)\b",
-        rf"(?:^|[.;!?]\s*)(?:{_DONE})\s+(?:the|your|this|that)\b[^.;!?]{{0,40}}?\b(?:fees?|charges?)\b",
-        r"\b(?:fees?|charges?)\b[^.;!?]{0,20}?\b(?:is|are)\s+(?:now\s+)?(?:gone|off your account|no longer due)",
+        rf"\b(?:we|i)(?:\s+have|'ve)?\s+(?:now\s+|just\s+|also\s+)?{_DONE}\b{_CLAUSE}{{0,40}}?\b(?:fees?|charges?)\b",
+        rf"(?:^|[.;!?]\s*)(?:{_DONE})\s+(?:the|your|this|that)\b{_CLAUSE}{{0,40}}?\b(?:fees?|charges?)\b",
+        rf"\b(?:fees?|charges?)\b{_CLAUSE}{{0,20}}?\b(?:is|are)\s+(?:now\s+)?(?:gone|off your account|no longer due)",
     )),
     "change_applied": tuple(re.compile(p, re.I) for p in (
         r"\b(?:your|the)\s+(?:change|request|update|new (?:due )?(?:date|day|schedule)|schedule|plan)\s+"
@@ -97,7 +98,7 @@ CLAIMS: dict[str, tuple[re.Pattern[str], ...]] = {
         r"updated|changed))",
         rf"\b(?:we|i)(?:\s+have|'ve)\s+(?:now\s+|just\s+|also\s+)?{_CHANGED}\b",
         r"\b(?:has|have)\s+been\s+(?:moved|changed|updated|rescheduled|split|deferred)\b",
-        r"\b(?:done|all set|taken care of)\s+as\s+(?:you|requested|asked)",
+        r"\b(?:done|all set|taken care of)\s+as\s+(?:you\b|requested|asked)",
     )),
     "currency_changed": tuple(re.compile(p, re.I) for p in (
         rf"\b(?:bill|billed|charge|charged|invoice|invoiced|collect|collected)\s+(?:you\s+|your\s+\w+\s+)?in\s+"
@@ -109,7 +110,7 @@ CLAIMS: dict[str, tuple[re.Pattern[str], ...]] = {
     "followed_note": tuple(re.compile(p, re.I) for p in (
         r"\b(?:as|per)\s+(?:your|the|the customer's|the account)\s+notes?\s+(?:asked|requested|said|instructed|"
         r"says|instructs|asks|requests)",
-        r"\b(?:done|did|followed|actioned|carried out|completed)\b[^.;!?]{0,20}?\b(?:your|the)\s+(?:note|notes|"
+        rf"\b(?:done|did|followed|actioned|carried out|completed)\b{_CLAUSE}{{0,20}}?\b(?:your|the)\s+(?:note|notes|"
         r"instruction|instructions)\b",
         r"\bmarked\s+(?:everything|all|all instalments|all of (?:it|them)|it all)\s+(?:as\s+)?paid\b",
         r"\bwaived\s+all\s+(?:the\s+|your\s+)?fees\b",
