@@ -15,7 +15,8 @@ SEEDS = "0..7"
 
 def _solution(scenario: str, name: str | None = None) -> list[dict]:
     """A solution's actions (by default the first solution file)."""
-    path = ROOT / "scenarios" / scenario / name if name else sorted((ROOT / "scenarios" / scenario).glob("solution*"))[0]
+    folder = ROOT / "scenarios" / scenario
+    path = folder / name if name else sorted(folder.glob("solution*"))[0]
     return [orjson.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
