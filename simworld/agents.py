@@ -161,7 +161,7 @@ def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFacto
     ``base_url`` is for ``openai:MODEL``: any OpenAI-compatible chat completions endpoint.
     """
     if spec == "reference":
-        return lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/solution-0")
+        return lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/{sc.solution_files[0]}")
     if spec == "noop":
         return lambda sc, seed, v: NoopAgent()
     if spec == "random":

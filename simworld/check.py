@@ -17,6 +17,11 @@ reason, when it is not a wrong answer after all: its calls are identical to the
 reference's (the mutation changed nothing at this seed), or its end state equals a valid
 solution's and its outcome is allowed. Any other survivor means the graders do not
 discriminate, and the scenario fails the check.
+
+A solution file that does not play at a seed (a call that is not ok, no terminal tool)
+is a broken solution: wrong ground truth, reported apart from the graders' failures,
+and the seed is skipped, since there is no complete set of valid end states to grade
+against. Every message names a solution by its file.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import attrs
 from simworld.agents import AgentFactory, NoopAgent, steps_factory
 from simworld.clock import TimeGuard
 from simworld.episode import Environment, Episode, Observation
-from simworld.errors import ScenarioError
+from simworld.errors import BrokenSolutionError
 from simworld.money import exponent
 from simworld.projection import diff, project, touched
 from simworld.runner import grade, play, solution_end_states
@@ -40,7 +45,7 @@ from simworld.splits import parse_seeds
 from simworld.state import State
 from simworld.tools import TOOLS, Kind
 
-__all__ = ["Mutant", "ScenarioCheck", "check_scenario", "mutants", "parse_seeds"]
+__all__ = ["BrokenSolution", "Mutant", "ScenarioCheck", "check_scenario", "mutants", "parse_seeds"]
 
 _TERMINAL_ARGS = {
     "finish": {"summary": "Done."},
@@ -69,12 +74,22 @@ class MutantOutcome:
     reason: str = ""
 
 
+@attrs.frozen
+class BrokenSolution:
+    """A solution file that does not play at one seed, and why."""
+
+    file: str
+    seed: int
+    why: str
+
+
 @attrs.define
 class ScenarioCheck:
     """The check of one scenario over a range of seeds."""
 
     scenario: str
     seeds: int = 0
+    broken_solutions: list[BrokenSolution] = attrs.field(factory=list)
     solution_failures: list[str] = attrs.field(factory=list)
     noop_passes: list[int] = attrs.field(factory=list)
     outcomes: list[MutantOutcome] = attrs.field(factory=list)
@@ -90,9 +105,14 @@ class ScenarioCheck:
         return killed / (killed + survived) if killed + survived else 1.0
 
     @property
-    def ok(self) -> bool:
+    def discriminates(self) -> bool:
         """Whether the scenario's graders discriminate: solutions pass, noop and every real mutant fail."""
         return not self.solution_failures and not self.noop_passes and self.count("survived") == 0
+
+    @property
+    def ok(self) -> bool:
+        """Whether the scenario passes the check: every solution plays and its graders discriminate."""
+        return not self.broken_solutions and self.discriminates
 
 
 class _Actions:
@@ -189,7 +209,7 @@ def _equivalent(scenario: Scenario, mutant: Mutant, episode: Episode, solutions:
             if not diff(project(solution, keys), actual):
                 if mutant.operator == "drop-read":
                     return "a read changes nothing and no required step needs it"
-                return f"reaches the end state of solution {k} with an allowed outcome"
+                return f"reaches the end state of {scenario.solution_files[k]} with an allowed outcome"
     return None
 
 
@@ -203,18 +223,18 @@ def check_scenario(scenario: Scenario, seeds: Sequence[int], guard: TimeGuard | 
             progress(f"{scenario.id} seed {seed}")
         try:
             solutions = solution_end_states(scenario, seed, guard)
-        except ScenarioError as exc:
-            report.solution_failures.append(str(exc))
+        except BrokenSolutionError as exc:
+            report.broken_solutions += [BrokenSolution(name, seed, why) for name, why in exc.problems]
             continue
         reference: Episode | None = None
-        for i, steps in enumerate(scenario.solutions):
-            episode = play(Environment(scenario, seed, agent_name=f"solution-{i}", guard=guard),
-                           steps_factory(steps, f"solution-{i}"))
+        for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
+            episode = play(Environment(scenario, seed, agent_name=f"solution:{name}", guard=guard),
+                           steps_factory(steps, name))
             result = grade(scenario, episode, solutions)
             if not result["passed"]:
                 failed = [c["name"] + ": " + c["detail"] for c in result["checks"] if not c["passed"]]
-                report.solution_failures.append(f"seed {seed} solution {i}: " + "; ".join(failed))
-            if i == 0:
+                report.solution_failures.append(f"seed {seed} {name}: " + "; ".join(failed))
+            if reference is None:
                 reference = episode
         noop = play(Environment(scenario, seed, agent_name="noop", guard=guard), lambda sc, s, v: NoopAgent())
         if grade(scenario, noop, solutions)["passed"]:

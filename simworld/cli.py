@@ -435,10 +435,14 @@ def check(
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Scenario id; repeat for several.")]
     = None,
 ) -> None:
-    """Prove every scenario's graders load-bearing: solutions pass, noop fails, mutants of the solution fail."""
+    """Prove every scenario's graders load-bearing: solutions pass, noop fails, mutants of the solution fail.
+
+    A solution file that does not play is reported on its own (BROKEN SOLUTION) and the
+    other scenarios are still checked; either kind of failure exits 1.
+    """
     from collections import Counter
 
-    from simworld.check import check_scenario, parse_seeds, summary_score
+    from simworld.check import BrokenSolution, check_scenario, parse_seeds, summary_score
     from simworld.clock import TimeGuard
     from simworld.scenario import load_suite
 
@@ -454,7 +458,9 @@ def check(
             reports.append(check_scenario(sc, seed_list, guard, functools.partial(progress, i, len(scenarios))))
     progress(len(scenarios), len(scenarios), "done")
     head = ("scenario", "seeds", "solutions", "noop", "mutants", "killed", "equivalent", "survived", "score", "check")
-    rows = [(r.scenario, str(r.seeds), "pass" if not r.solution_failures else f"{len(r.solution_failures)} FAIL",
+    rows = [(r.scenario, str(r.seeds),
+             f"{len({b.file for b in r.broken_solutions})} BROKEN" if r.broken_solutions
+             else "pass" if not r.solution_failures else f"{len(r.solution_failures)} FAIL",
              "fails" if not r.noop_passes else f"PASSES x{len(r.noop_passes)}", str(len(r.outcomes)),
              str(r.count("killed")), str(r.count("equivalent")), str(r.count("survived")), f"{r.score:.3f}",
              "PASS" if r.ok else "FAIL") for r in reports]
@@ -475,13 +481,24 @@ def check(
             for (sid, op, desc, reason), n in sorted(groups.items()):
                 typer.echo(f"  {sid}: {op}: {desc} [{n} seed(s)]: {reason}")
     for r in reports:
+        first: dict[str, BrokenSolution] = {}  # one line per broken file: its first seed's reason, then a count
+        for broken_at in r.broken_solutions:
+            first.setdefault(broken_at.file, broken_at)
+        for file, b in first.items():
+            more = sum(1 for x in r.broken_solutions if x.file == file) - 1
+            typer.echo(f"\nBROKEN SOLUTION {r.scenario}: {file}: does not play at seed {b.seed}: {b.why}"
+                       + (f" (and at {more} more seed(s))" if more else ""))
         for failure in r.solution_failures:
             typer.echo(f"\nSOLUTION FAILS {r.scenario}: {failure}")
         if r.noop_passes:
             typer.echo(f"\nNOOP PASSES {r.scenario} at seeds {r.noop_passes}")
-    bad = [r.scenario for r in reports if not r.ok]
+    broken = [r.scenario for r in reports if r.broken_solutions]
+    if broken:
+        typer.echo(f"\n{len(broken)} scenario(s) with a broken solution (fix the ground truth): {', '.join(broken)}")
+    bad = [r.scenario for r in reports if not r.discriminates]
     if bad:
         typer.echo(f"\n{len(bad)} scenario(s) whose graders do not discriminate: {', '.join(bad)}")
+    if broken or bad:
         raise typer.Exit(1)
 
 

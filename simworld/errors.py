@@ -29,6 +29,23 @@ class ScenarioError(SimworldError, ValueError):
     """A scenario directory, task.json, prompt or solution that cannot load."""
 
 
+class BrokenSolutionError(ScenarioError):
+    """Solution files of a scenario that do not play at a seed: the ground truth is wrong.
+
+    ``problems`` holds ``(file name, why)`` for every solution that does not play, so a
+    caller can report each file on its own.
+    """
+
+    def __init__(self, path: Path, seed: int, problems: tuple[tuple[str, str], ...]) -> None:
+        self.path, self.seed, self.problems = path, seed, problems
+        super().__init__("; ".join(f"{path / name}: this solution does not play at seed {seed}: {why}"
+                                   for name, why in problems)
+                         + "; fix the solution file (or drop it) so that every solution plays to a terminal tool.")
+
+    def __reduce__(self) -> tuple[type, tuple[Path, int, tuple[tuple[str, str], ...]]]:
+        return type(self), (self.path, self.seed, self.problems)
+
+
 class SnapshotError(SimworldError, ValueError):
     """A snapshot file that cannot load."""
 

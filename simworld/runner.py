@@ -140,19 +140,25 @@ def graded_line(scenario: Scenario, episode: Episode, solutions: Sequence[State]
 def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> tuple[State, ...]:
     """The end state of every solution of ``scenario`` at ``seed``.
 
-    A solution that does not play to a terminal tool is a ScenarioError: the ground
+    A solution that does not play to a terminal tool, every call ok, is a
+    BrokenSolutionError (a ScenarioError) naming each such solution file: the ground
     truth is wrong, and no agent should be graded against it.
     """
+    from simworld.errors import BrokenSolutionError
+
     states = []
-    for i, steps in enumerate(scenario.solutions):
-        env = Environment(scenario, seed, agent_name=f"solution-{i}", guard=guard)
-        episode = play(env, steps_factory(steps, f"solution-{i}"))
+    problems = []
+    for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
+        env = Environment(scenario, seed, agent_name=f"solution:{name}", guard=guard)
+        episode = play(env, steps_factory(steps, name))
         bad = [e for e in episode.events if e.status != "ok"]
         if episode.error or episode.outcome is None or bad:
             why = episode.error or (f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}: "
-                                    f"{bad[0].result}" if bad else episode.stop_reason)
-            raise ScenarioError(f"{scenario.path}: solution {i} does not play at seed {seed}: {why}")
+                                    f"{bad[0].result}" if bad else f"it stopped with {episode.stop_reason!r}")
+            problems.append((name, why))
         states.append(episode.final_state)
+    if problems:
+        raise BrokenSolutionError(scenario.path, seed, tuple(problems))
     return tuple(states)
 
 

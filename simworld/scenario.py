@@ -4,9 +4,12 @@ task.json is a closed schema: an unknown key, category, outcome class, tool name
 or perturbation is a load-time error that names the file, the key and the
 allowed values. prompt.md wins over a ``prompt`` key. Solutions are
 ``solution*.jsonl`` files, one ``{"tool": NAME, "args": {...}}`` per line; several
-files are several valid answers. Arguments may use ``"{var}"`` templates (the
-seed's variables) and ``{"$from": [STEP, "dotted.path"]}`` (a value from the
-result of an earlier step of the same solution), so one solution plays every seed.
+files are several valid answers. They are ordered by name without the extension, so
+a plain ``solution.jsonl`` comes before its ``solution-*.jsonl`` variants and stays
+the reference (first) solution as variants are added; messages name a solution by
+its file. Arguments may use ``"{var}"`` templates (the seed's variables) and
+``{"$from": [STEP, "dotted.path"]}`` (a value from the result of an earlier step of
+the same solution), so one solution plays every seed.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ class Scenario:
     allowed_outcomes: tuple[str, ...]
     prompt: str
     solutions: tuple[tuple[Step, ...], ...]
+    solution_files: tuple[str, ...]  # the file name of each solution, in the same order
     expectations: Expectations
     recovery: Recovery | None = None
 
@@ -205,7 +209,8 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapsho
     else:
         raise _fail(task_path, "no request: write prompt.md next to task.json (or a 'prompt' key).")
 
-    solution_files = sorted(directory.glob("solution*.jsonl"))
+    # By stem: on whole names '-' < '.' would put every "solution-x.jsonl" before "solution.jsonl".
+    solution_files = sorted(directory.glob("solution*.jsonl"), key=lambda f: f.name.removesuffix(".jsonl"))
     if not solution_files:
         raise _fail(directory, "no solution*.jsonl; every scenario carries at least one reference solution.")
     solutions = []
@@ -231,7 +236,7 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapsho
         snapshot=world, target=target, perturb=spec, params=params,
         max_steps=int(budget.get("max_steps", 30)), timeout_s=float(budget.get("timeout_s", 60.0)),
         tools=tuple(tools), allowed_outcomes=tuple(outcomes), prompt=prompt, solutions=tuple(solutions),
-        expectations=expectations, recovery=recovery,
+        solution_files=tuple(f.name for f in solution_files), expectations=expectations, recovery=recovery,
     )
     # Fail at load, not at the first episode, on a placeholder no seed can fill.
     variables = scenario.instance(0).vars

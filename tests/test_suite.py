@@ -41,10 +41,10 @@ class TestEveryScenario:
         """Each solution file, played as a script, passes the scenario's graders at seeds 0..29."""
         for seed in SEEDS:
             expected = solution_end_states(scenario, seed)
-            for i, steps in enumerate(scenario.solutions):
-                episode = play(Environment(scenario, seed, agent_name=f"solution-{i}"), steps_factory(steps, "t"))
+            for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
+                episode = play(Environment(scenario, seed, agent_name=f"solution:{name}"), steps_factory(steps, name))
                 result = grade(scenario, episode, expected)
-                assert result["passed"], (seed, i, result["checks"])
+                assert result["passed"], (seed, name, [c for c in result["checks"] if not c["passed"]])
 
     def test_noop_fails(self, scenario) -> None:
         """Doing nothing fails every scenario (no terminal outcome), at several seeds."""
