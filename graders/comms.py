@@ -66,8 +66,8 @@ _DATES = re.compile(
     rf"|\b(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})\b", re.I)
 _ISO_IN_DATA = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _AMOUNT_IN_DATA = re.compile(r"^-?\d+(?:\.\d+)?$")
-_NEGATION = re.compile(r"\b(?:not|never|no longer|cannot|can't|won't|unable|couldn't|didn't|isn't|wasn't|hasn't|"
-                       r"haven't|without|nor)\b(?:[^.;!?]|\.(?=\d)){0,24}$", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no longer|nothing|none|no|cannot|can't|won't|unable|couldn't|didn't|"
+                       r"isn't|wasn't|hasn't|haven't|without|nor)\b(?:[^.;!?]|\.(?=\d)){0,24}$", re.I)
 
 _CLAUSE = r"(?:[^.;!?]|\.(?=\d))"  # within one clause (a decimal point does not end it)
 _DONE = r"(?:waived|removed|cancell?ed|refunded|written off|wiped|cleared|reversed|dropped|taken off)"

@@ -59,7 +59,8 @@ class TestCatchesWeakGraders:
         """A scenario that only checks its stop reason lets the drop-write mutant survive: check exits 1."""
         sc_dir = copy_suite(tmp_path, "waive-small-fee") / "waive-small-fee"
         edit_task(sc_dir / "task.json", expected_final_state=False, required_steps=None, forbidden_changes=[],
-              unauthorised_actions=False, money_invariants=False, requires={"stop_reason": "terminal"})
+                  unauthorised_actions=False, money_invariants=False, communications=False,
+                  requires={"stop_reason": "terminal"})
         report = check_scenario(load_scenario(sc_dir), range(2))
         assert not report.ok and report.count("survived") >= 2
         done = simworld("check", "--suite", str(tmp_path / "scenarios"), "--seeds", "0..1")

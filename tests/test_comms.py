@@ -118,6 +118,8 @@ class TestDetectors:
         ("Your change will apply from the next instalment.", {"change_applied"}),
         ("We've moved your due day to the 15th.", {"change_applied"}),
         ("Nothing was changed; the schedule stays as it is.", set()),
+        ("Nothing has been changed.", set()),
+        ("No fee has been waived.", set()),
         ("Its due date cannot be moved.", set()),
         ("We will bill you in EUR from next month.", {"currency_changed"}),
         ("We cannot bill you in EUR.", set()),
