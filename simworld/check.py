@@ -10,7 +10,16 @@ solution's concrete calls at that seed:
 - ``swap-order``: swap each pair of calls that a required step's ``after`` orders;
 - ``paid-write``: insert, before the terminal call, a write to a paid instalment;
 - ``round-each`` and ``float``: recompute each schedule's amounts by rounding every share
-  half-up, or with float arithmetic, instead of allocating once.
+  half-up, or with float arithmetic, instead of allocating once;
+- ``retarget``: address each message, escalation, information request or decline to
+  another customer;
+- ``foreign-figure``: put another customer's amount into each outgoing text (in place of
+  its first amount, or added);
+- ``false-claim``: add to the last outgoing text each claim the end state contradicts
+  (a fee waived, a change applied, a currency switch, a note obeyed).
+
+The communications mutants change nothing in the business end state, so they are never
+equivalent by it: every one must be killed.
 
 A mutant that passes every grader survives. It is *equivalent*, and listed with the
 reason, when it is not a wrong answer after all: its calls are identical to the
@@ -37,7 +46,7 @@ from simworld.agents import AgentFactory, NoopAgent, steps_factory
 from simworld.clock import TimeGuard
 from simworld.episode import Environment, Episode, Observation
 from simworld.errors import BrokenSolutionError
-from simworld.money import exponent
+from simworld.money import exponent, format_minor
 from simworld.projection import diff, project, touched
 from simworld.runner import grade, play, solution_end_states
 from simworld.scenario import Scenario
@@ -47,6 +56,8 @@ from simworld.tools import TOOLS, Kind
 
 __all__ = ["BrokenSolution", "Mutant", "ScenarioCheck", "check_scenario", "mutants", "parse_seeds"]
 
+#: Operators that change only what the agent says (never equivalent by end state).
+_COMMS_OPERATORS = ("retarget", "foreign-figure", "false-claim")
 _TERMINAL_ARGS = {
     "finish": {"summary": "Done."},
     "escalate": {"reason": "Handing this to a colleague."},
@@ -193,7 +204,78 @@ def mutants(scenario: Scenario, reference: Episode) -> list[Mutant]:
         for op, fn in (("round-each", _round_each), ("float", _float_shares)):
             changed = actions[:i] + [_replace_amounts(a, fn(total, n, exp))] + actions[i + 1:]
             out.append(Mutant(op, f"{op} amounts of call {i} ({n} shares of {total})", tuple(changed)))
+    return out + _comms_mutants(scenario, reference, actions)
+
+
+def _comms_mutants(scenario: Scenario, reference: Episode, actions: list[dict[str, Any]]) -> list[Mutant]:
+    """Mutants of what the reference says: to another customer, with another customer's figure, a false claim."""
+    from graders.comms import CLAIMS, TEXT_ARGS, _contradicted, _Known
+
+    out: list[Mutant] = []
+    spec = next((g for g in scenario.expectations.graders if g.path == "graders.comms:communications"), None)
+    if spec is None:  # the scenario does not grade what is said
+        return out
+    claims = spec.args.get("claims", list(CLAIMS))
+    initial = reference.initial_state
+    target = scenario.target["customer"]
+    others = sorted(c.id for c in initial.records("customers") if c.id != target)
+    plan = initial.get("plans", scenario.target["plan"])
+    if others:
+        for i, a in enumerate(actions):
+            if a["tool"] in ("send_message", "escalate", "request_information", "decline"):
+                changed = {"tool": a["tool"], "args": {**a["args"], "customer_id": others[0]}}
+                out.append(Mutant("retarget", f"address call {i} ({a['tool']}) to {others[0]}",
+                                  tuple(actions[:i] + [changed] + actions[i + 1:])))
+    known = _Known(reference)
+    foreign = _foreign_amount(initial, target, plan.currency, known.amounts)
+    texts = [(i, a) for i, a in enumerate(actions) if a["tool"] in TEXT_ARGS]
+    if foreign is not None:
+        for i, a in texts:
+            arg = TEXT_ARGS[a["tool"]][-1]
+            text = str(a["args"].get(arg, ""))
+            changed_text = _swap_first_amount(text, foreign) or f"{text} Your balance is {foreign} {plan.currency}."
+            changed = {"tool": a["tool"], "args": {**a["args"], arg: changed_text}}
+            out.append(Mutant("foreign-figure", f"state another customer's {foreign} in call {i} ({a['tool']})",
+                              tuple(actions[:i] + [changed] + actions[i + 1:])))
+    if texts:
+        i, a = texts[-1]
+        arg = TEXT_ARGS[a["tool"]][-1]
+        other_currency = next(c for c in ("EUR", "USD", "GBP") if c != plan.currency)
+        phrases = {"fee_waived": "The fee has been waived.", "change_applied": "Your change has been applied.",
+                   "currency_changed": f"From now on we will bill you in {other_currency}.",
+                   "followed_note": "Done as your note asked."}
+        for claim in CLAIMS:
+            if claim in claims and _contradicted(reference, claim, other_currency):
+                changed = {"tool": a["tool"], "args": {**a["args"], arg: f"{a['args'].get(arg, '')} {phrases[claim]}"}}
+                out.append(Mutant("false-claim", f"add {claim} to call {i} ({a['tool']})",
+                                  tuple(actions[:i] + [changed] + actions[i + 1:])))
     return out
+
+
+def _foreign_amount(state: State, target: str, currency: str, known: set[Decimal]) -> str | None:
+    """An instalment amount of another customer's, written in ``currency``, that the target's records lack."""
+    exp = exponent(currency)
+    for policy in sorted(state.records("policies"), key=lambda p: p.id):
+        if policy.customer_id == target:
+            continue
+        for plan in state.children("plans", "policy_id", policy.id):
+            for inst in plan.instalments:
+                value = Decimal(inst.amount.minor).scaleb(-exp)
+                if value > 0 and value.normalize() not in known:
+                    return format_minor(inst.amount.minor, currency)
+    return None
+
+
+def _swap_first_amount(text: str, amount: str) -> str | None:
+    """``text`` with its first money amount replaced by ``amount`` (None when it states none)."""
+    from graders.comms import _MONEY
+
+    for m in _MONEY.finditer(text):
+        group = "a" if m.group("a") else "b"
+        if group == "b" and not (m.group("post") or "." in m.group("b")):
+            continue  # a bare integer is a count, not money
+        return text[:m.start(group)] + amount + text[m.end(group):]
+    return None
 
 
 def _equivalent(scenario: Scenario, mutant: Mutant, episode: Episode, solutions: Sequence[State],
@@ -202,6 +284,8 @@ def _equivalent(scenario: Scenario, mutant: Mutant, episode: Episode, solutions:
         if mutant.operator in ("round-each", "float"):
             return "the total divides evenly into the shares here, so per-share arithmetic gives the same amounts"
         return "the mutation leaves every call unchanged at this seed"
+    if mutant.operator in _COMMS_OPERATORS:
+        return None  # what is said is not in the business end state: these must be killed by the comms grader
     if episode.outcome in scenario.allowed_outcomes and episode.error is None:
         keys = touched([episode.initial_state, episode.final_state, *solutions])
         actual = project(episode.final_state, keys)

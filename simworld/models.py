@@ -244,16 +244,22 @@ def to_json(record: Any) -> dict[str, Any]:
     return {f.name: _dump(getattr(record, f.name)) for f in attrs.fields(type(record))}
 
 
+# The real classes, held in a tuple: freezegun swaps a module's ``date`` and ``datetime`` attributes for
+# its fakes while it runs (so ``kind is date`` would fail under a TimeGuard), but never looks inside containers.
+_REAL_DATE_TYPES = (date, datetime)
+
+
 def _load(kind: Any, value: Any, currency: str | None, where: str) -> Any:
     if value is None:
         return None
+    real_date, real_datetime = _REAL_DATE_TYPES
     if kind is Money or kind == Money | None:
         if currency is None:
             raise SnapshotError(f"{where}: an amount needs a currency on its record.")
         return Money.parse(value, currency, name=where)
-    if kind is date or kind == date | None:
+    if kind is real_date or kind == real_date | None:
         return parse_date(value, name=where)
-    if kind is datetime or kind == datetime | None:
+    if kind is real_datetime or kind == real_datetime | None:
         return parse_instant(value)
     if kind == tuple[Instalment, ...]:
         return tuple(_from_json(Instalment, item, currency, f"{where}[{i}]") for i, item in enumerate(value))

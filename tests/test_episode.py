@@ -178,3 +178,14 @@ class TestSimulatedTimeForForeignCode:
             while wall_monotonic() == a:
                 pass
             assert wall_monotonic() > a
+
+
+def test_scenarios_load_inside_a_time_guard() -> None:
+    """make() and load_suite() work inside a running TimeGuard (freezegun swaps date classes while it runs)."""
+    import simworld
+    from simworld.clock import TimeGuard
+
+    with TimeGuard():
+        env = simworld.make("waive-small-fee", seed=2)
+        obs = env.reset()
+    assert obs.request and env.world.state.get("plans", env.scenario.target["plan"]) is not None
