@@ -390,7 +390,9 @@ def _must_say(episode: Any, texts: Sequence[tuple[int, str, str]], entry: Mappin
     if event.status != "ok" or not isinstance(event.result, dict) or entry["field"] not in event.result:
         return Check(name, False, f"{entry['tool']}({args}) gives no {entry['field']!r}: {event.result}")
     expected = Decimal(str(event.result[entry["field"]])).normalize()
-    said = any(value.normalize() == expected for _seq, _tool, text in texts for value, _c, _d in _money_in(text))
+    # Any number counts here, a bare integer too: a yen payoff is often written "123456".
+    said = any(Decimal(n.replace(",", "")).normalize() == expected
+               for _seq, _tool, text in texts for n in re.findall(_NUM, text))
     detail = f"{entry['field']} {event.result[entry['field']]} " + ("is stated" if said else "is never stated")
     return Check(name, said, detail)
 

@@ -107,6 +107,26 @@ class TestTheFiveMisses:
         _failed_check(lines, "comms:figures")
 
 
+class TestMustSay:
+    def test_payoff_never_stated_fails(self, tmp_path: Path) -> None:
+        """A payoff quoted right but never told to the customer fails the scenario's must_say at every seed."""
+        sc = "payoff-quote-future-date"
+        actions = _solution(sc, "solution-quote-only.jsonl")
+        actions[-1]["args"]["summary"] = "Quoted the payoff for plan {plan_id} good through {next_due_date}."
+        lines = _run_script(tmp_path, sc, actions)
+        _failed_check(lines, "comms:must_say:quote_payoff.payoff")
+
+    def test_payoff_as_of_today_fails(self, tmp_path: Path) -> None:
+        """Stating the payoff quoted as of the wrong date (today, the trap) fails must_say too."""
+        sc = "payoff-quote-future-date"
+        actions = _solution(sc, "solution-quote-only.jsonl")
+        for a in actions:
+            if a["tool"] == "quote_payoff":
+                a["args"]["as_of"] = "{today}"
+        lines = _run_script(tmp_path, sc, actions)
+        assert all(not line["passed"] for line in lines)
+
+
 class TestDetectors:
     @pytest.mark.parametrize(("text", "claims"), [
         ("The fee has been waived.", {"fee_waived"}),
