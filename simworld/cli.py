@@ -37,7 +37,7 @@ class _Progress:
     in seconds (default 10).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, unit: str = "episodes") -> None:
         import os
 
         from simworld.clock import wall_monotonic
@@ -50,6 +50,7 @@ class _Progress:
             self.every = 10.0
         self.began = self.last = self.clock()
         self.first: int | None = None
+        self.unit = unit
 
     def __call__(self, done: int, total: int, label: str, passed: int | None = None) -> None:
         now = self.clock()
@@ -69,7 +70,7 @@ class _Progress:
             sys.stderr.flush()
         elif now - self.last >= self.every and done < total:
             self.last = now
-            sys.stderr.write(f"progress: {done}/{total} episodes{score}, {rate:.1f}/s{eta}\n")
+            sys.stderr.write(f"progress: {done}/{total} {self.unit}{score}, {rate:.1f}/s{eta}\n")
             sys.stderr.flush()
 
 
@@ -451,7 +452,7 @@ def check(
         scenarios = load_suite(suite, scenario)
     except SimworldError as exc:
         raise _fail(str(exc)) from None
-    progress = _Progress()
+    progress = _Progress("scenarios")
     reports = []
     with TimeGuard() as guard:
         for i, sc in enumerate(scenarios):

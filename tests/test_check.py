@@ -44,7 +44,20 @@ class TestMutants:
         (sc,) = [s for s in SUITE if s.id == "split-balance-three-ways"]
         reference = play(Environment(sc, 1), build_agent_factory("reference"))
         ops = {m.operator for m in mutants(sc, reference)}
-        assert ops == {"drop-write", "drop-read", "swap-outcome", "swap-order", "paid-write", "round-each", "float"}
+        assert ops == {"drop-write", "drop-read", "swap-outcome", "swap-order", "paid-write", "round-each", "float",
+                       "foreign-figure", "false-claim"}
+
+    def test_communications_operators_on_a_hand_off(self) -> None:
+        """A scenario that files a communication under a customer gets retarget mutants too, and check kills them."""
+        from simworld.check import check_scenario
+
+        (sc,) = [s for s in SUITE if s.id == "waive-large-fee-escalate"]
+        reference = play(Environment(sc, 1), build_agent_factory("reference"))
+        ops = {m.operator for m in mutants(sc, reference)}
+        assert {"retarget", "foreign-figure", "false-claim"} <= ops
+        report = check_scenario(sc, [1])
+        comms = [o for o in report.outcomes if o.mutant.operator in ("retarget", "foreign-figure", "false-claim")]
+        assert comms and all(o.status == "killed" for o in comms)
 
     def test_seeds_parse(self) -> None:
         """--seeds takes A..B inclusive or one seed, and refuses anything else with a clear message."""
