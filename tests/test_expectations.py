@@ -300,7 +300,7 @@ class TestCustomGraders:
                 return Verdict.from_checks(
                     [Check("custom:wrote_schedule", "set_schedule" in calls, ",".join(calls)),
                      Check("custom:flag", ok, f"ok={ok}"),
-                     Check("custom:saw_solutions", len(solutions) == 2, str(len(solutions)))],
+                     Check("custom:saw_solutions", len(solutions) == 3, str(len(solutions)))],
                     custom_found=[ok])
         """)
         edit(scenario_dir, add_grader({"grader": f"{name}:grade", "args": {"ok": True}}))
@@ -384,7 +384,8 @@ class TestRequiredSteps:
     def test_step_tool_outside_scenario_tools(self, scenario_dir: Path) -> None:
         """A step naming a real tool the scenario does not offer is refused."""
         def change(data: dict[str, Any]) -> None:
-            data["tools"] = ["find_customer", "get_plan", "quote_split", "set_schedule", "finish"]
+            data["tools"] = ["find_customer", "get_customer", "get_policy", "get_plan", "quote_split", "set_schedule",
+                             "finish"]
             data["required_steps"] = [{"id": "waive", "tool": "waive_fee"}]
         edit(scenario_dir, change)
         fails(scenario_dir, r"required_steps\[0\]\.tool has 'waive_fee'")

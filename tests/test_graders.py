@@ -1005,8 +1005,9 @@ class TestGradingContract:
                 return Verdict.from_checks([Check("count", len(solutions) == want, str(len(solutions)))])
         '''), encoding="utf-8")
         monkeypatch.syspath_prepend(str(tmp_path))
-        s = resolve_grader(f"{name}:count", {"want": 2}, "test")
-        assert s.wants_solutions
         sols = solutions(SPLIT, 0)
+        assert len(sols) >= 2
+        s = resolve_grader(f"{name}:count", {"want": len(sols)}, "test")
+        assert s.wants_solutions
         assert grade_episode([s], some_episode, sols, {})["passed"] is True
         assert grade_episode([s], some_episode, sols[:1], {})["passed"] is False

@@ -42,7 +42,7 @@ SOLUTION_COUNTS = {
     "recover-payment-after-crash": 2,       # + via-payments (list_payments read; the crash still hits the payment)
     "recover-split-before-write": 2,        # unchanged: remainder first and last already
     "second-fee-waiver-decline": 2,         # + via-policy
-    "split-balance-three-ways": 2,          # unchanged: tests pin its two (the README agent plays the policy path)
+    "split-balance-three-ways": 3,          # + the customer -> policy lookup, remainder last
     "split-below-minimum-instalment": 3,    # + via-quote (quote_split alone)
     "split-dinar-three-ways": 3,            # + via-quote (policy -> quote_split, no get_plan)
     "split-into-eighteen-decline": 2,       # + without-read
