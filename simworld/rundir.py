@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -30,7 +31,7 @@ import orjson
 
 from simworld.errors import RunDirError
 
-__all__ = ["EVENTS", "META", "RESULTS", "Key", "ResultsFile", "describe_status", "line_key", "read_meta",
+__all__ = ["EVENTS", "META", "RESULTS", "Key", "ResultsFile", "describe_status", "line_key", "read_meta", "redact",
            "read_results", "replace_bytes", "rewrite_in_order", "write_meta"]
 
 META = "run.json"
@@ -40,6 +41,24 @@ EVENTS = "events"
 Key = tuple[str, int, int]
 #: Files in OUT that belong to a run (besides events/): what --overwrite removes.
 RUN_FILES = (META, RESULTS, "regraded.jsonl", "export.native.jsonl", "export.openai.jsonl", "export.trl.jsonl")
+
+
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
+
+
+def redact(value: Any) -> Any:
+    """``value`` with the credentials of every URL in it (``https://user:key@host``) replaced by ``***``.
+
+    Applied to everything simworld records about how a run was invoked, so no secret passed in a URL
+    reaches run.json.
+    """
+    if isinstance(value, str):
+        return _USERINFO.sub(lambda m: f"{m.group('scheme')}***@", value)
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    return value
 
 
 def line_key(line: dict[str, Any]) -> Key:

@@ -430,3 +430,20 @@ def test_readme_documents_runs() -> None:
                  f"a string {actions.MAX_STRING_CHARS:,} characters", f"{actions.MAX_TEXT_CHARS:,} characters of text",
                  f"an integer or decimal {actions.MAX_INT_DIGITS} digits"):
         assert text in readme, text
+
+
+class TestSecrets:
+    def test_no_secret_in_any_file_a_run_writes(self, tmp_path: Path) -> None:
+        """A key in the environment or in --base-url credentials appears in no file of the run (nor its output)."""
+        env = {**os.environ, "OPENAI_API_KEY": "sk-KEYMARKER123"}
+        done = subprocess.run([sys.executable, "-m", "simworld", "run", "--scenario", FEW[0], "--agent", "openai:m",
+                               "--base-url", "http://user:URLMARKER456@127.0.0.1:9/v1", "--out", str(tmp_path / "o")],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 1, done.stderr
+        files = [p for p in (tmp_path / "o").rglob("*") if p.is_file()]
+        assert len(files) >= 3
+        for path in files:
+            data = path.read_bytes()
+            assert b"MARKER" not in data, path
+        assert "MARKER" not in done.stdout + done.stderr
+        assert _meta(tmp_path / "o")["settings"] == {"base_url": "http://***@127.0.0.1:9/v1"}
