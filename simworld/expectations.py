@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 
 from simworld.errors import ScenarioError
-from simworld.grading import PARTS, GraderSpec, resolve_callable, resolve_grader
+from simworld.grading import GATES, PARTS, GraderSpec, resolve_callable, resolve_grader
 from simworld.vocab import COUNTERS, STOP_REASONS
 
 __all__ = ["GRADING_KEYS", "Expectations", "build_expectations"]
@@ -127,6 +127,9 @@ def _requires(path: Path, bounds: Any) -> dict[str, Any]:
         for k, v in bound.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise _err(path, f"requires.{name}.{k} must be a number but got {v!r}.")
+        if "min" in bound and "max" in bound and bound["min"] > bound["max"]:
+            raise _err(path, f"requires.{name} has min {bound['min']!r} > max {bound['max']!r}: no episode could "
+                             "pass; swap them or drop one.")
     return bounds
 
 
@@ -228,4 +231,8 @@ def build_expectations(path: Path, data: dict[str, Any], tools: tuple[str, ...],
     for part, w in weights.items():
         if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
             raise _err(path, f"weights.{part} must be a number >= 0 but got {w!r}.")
+    scored = {g.part for g in graders} - set(GATES)
+    if scored and not any(weights.get(p, 1.0) for p in scored):
+        raise _err(path, f"weights give every scored part ({', '.join(sorted(scored))}) weight 0, so total would "
+                         "mean nothing; give at least one a weight above 0.")
     return Expectations(tuple(graders), post, {k: float(v) for k, v in weights.items()}, steps)

@@ -76,6 +76,9 @@ def resolve_callable(path: Any, where: str, search: Path | None = None) -> Calla
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ScenarioError(f"{where}: cannot import {module_name!r} for {path!r} ({exc}).") from None
+    except Exception as exc:  # a syntax error in it, or it raised while importing: the module's bug, named
+        raise ScenarioError(f"{where}: importing {module_name!r} for {path!r} failed: "
+                            f"{describe_exception(exc)}; fix that module.") from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ScenarioError(f"{where}: {module_name!r} has no function {attr!r}.")

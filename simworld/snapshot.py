@@ -75,6 +75,12 @@ class Snapshot:
                     raise SnapshotError(f"{name}: {table}[{i}] repeats id {record.id!r}; ids must be unique.")
                 records[record.id] = record
             tables[table] = records
+        for table, field, parent in _REFERENCES:
+            for i, record in enumerate(tables[table].values()):
+                ref = getattr(record, field)
+                if ref and ref not in tables[parent]:
+                    raise SnapshotError(f"{name}: {table}[{i}] ({record.id!r}) has {field}={ref!r}, which is not in "
+                                        f"{parent}; add that record or fix the reference.")
         return cls(name, clock, policy, Base.build(tables))
 
 
@@ -86,6 +92,12 @@ def dump_snapshot(state: State, clock: datetime, policy: PolicyStore) -> bytes:
     for table in TABLES:
         data[table] = [to_json(r) for r in state.records(table)]
     return canonical_bytes(data) + b"\n"
+
+
+#: (table, field, table it points into): every reference a snapshot's records make must resolve.
+_REFERENCES = (("policies", "customer_id", "customers"), ("plans", "policy_id", "policies"),
+               ("fees", "plan_id", "plans"), ("payments", "plan_id", "plans"), ("credits", "plan_id", "plans"),
+               ("premium_changes", "policy_id", "policies"))
 
 
 class SnapshotLoader:

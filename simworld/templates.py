@@ -3,17 +3,42 @@
 from __future__ import annotations
 
 import re
+import string
 from typing import Any
 
 from simworld.errors import ScenarioError
 
-__all__ = ["render", "resolve_args"]
+__all__ = ["check_template", "render", "resolve_args"]
 
 _VAR = re.compile(r"^\{(\w+)\}$")
 
 
+_FORMATTER = string.Formatter()
+
+
+def check_template(template: str, where: str) -> None:
+    """Refuse anything in ``template`` but plain ``{name}`` fields (and ``{{``/``}}`` for braces).
+
+    A format spec (``{name:>999999999}``), a conversion (``{name!r}``), an attribute
+    (``{name.x}``) or an index (``{name[0]}``) would let a scenario or a script make a
+    gigabyte of text or reach into objects; each is a ScenarioError naming it.
+    """
+    try:
+        fields = list(_FORMATTER.parse(template))
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: bad placeholder ({exc}); write literal braces as {{{{ and }}}}.") from None
+    for _literal, name, spec, conversion in fields:
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise ScenarioError(f"{where}: placeholder {shown!r} is not allowed; templates take only plain "
+                                "{name} fields (no format spec, conversion, attribute or index).")
+
+
 def render(template: str, variables: dict[str, Any], where: str) -> str:
-    """Fill ``{var}`` placeholders; an unknown one is a ScenarioError naming it."""
+    """Fill ``{var}`` placeholders; an unknown one, or anything but a plain field, is a ScenarioError naming it."""
+    check_template(template, where)
     try:
         return template.format_map(variables)
     except KeyError as exc:

@@ -116,7 +116,7 @@ class TestTopLevel:
     def test_misspelt_category(self, scenario_dir: Path) -> None:
         """A misspelt category ("splt") is named, with the allowed categories."""
         edit(scenario_dir, set_key("category", "splt"))
-        err = fails(scenario_dir, r"category 'splt' is unknown; allowed: ")
+        err = fails(scenario_dir, r"category: 'splt' is not allowed; allowed: ")
         assert "split" in str(err) and "premium-change" in str(err)
 
     def test_prompt_md_wins_over_prompt_key(self, scenario_dir: Path) -> None:
@@ -163,7 +163,7 @@ class TestTopLevel:
     def test_expected_final_state_must_be_a_bool(self, scenario_dir: Path) -> None:
         """expected_final_state "yes" is refused."""
         edit(scenario_dir, set_key("expected_final_state", "yes"))
-        fails(scenario_dir, r"expected_final_state must be true or false but got 'yes'")
+        fails(scenario_dir, r"expected_final_state: expected true or false but got 'yes'")
 
 
 class TestRequires:
@@ -182,12 +182,13 @@ class TestRequires:
     def test_bad_stop_reason(self, scenario_dir: Path, reason: Any) -> None:
         """A stop_reason outside the closed list (alone or in a list) is named, with the allowed reasons."""
         edit(scenario_dir, set_key("requires", {"stop_reason": reason}))
-        fails(scenario_dir, r"requires\.stop_reason has \['finished'\]; allowed: terminal, agent_stopped")
+        fails(scenario_dir, r"requires\.stop_reason(\[1\])?: .*(terminal, agent_stopped.*'finished'|'finished'.*"
+                            r"terminal, agent_stopped)")
 
     def test_bound_must_be_a_number(self, scenario_dir: Path) -> None:
         """A bound given as a string is refused."""
         edit(scenario_dir, set_key("requires", {"steps": {"max": "12"}}))
-        fails(scenario_dir, r"requires\.steps\.max must be a number but got '12'")
+        fails(scenario_dir, r"requires\.steps\.max: expected a number but got '12'")
 
     def test_good_requires_becomes_a_grader(self, scenario_dir: Path) -> None:
         """A valid requires block loads and is graded with its bounds."""
@@ -273,7 +274,7 @@ class TestCustomGraders:
         """args given as a list is refused."""
         name = write_module(scenario_dir, _OK_GRADER)
         edit(scenario_dir, add_grader({"grader": f"{name}:grade", "args": [1]}))
-        fails(scenario_dir, r"args of .* must be an object")
+        fails(scenario_dir, r"graders\[0\]\.args: expected an object")
 
     def test_harness_arg_may_not_be_set(self, scenario_dir: Path) -> None:
         """Setting `solutions` in args is refused: the harness supplies it."""
@@ -426,13 +427,13 @@ class TestForbiddenAndWeights:
     def test_forbidden_entry_without_path(self, scenario_dir: Path) -> None:
         """A forbidden_changes object without a path glob is refused, naming the named patterns."""
         edit(scenario_dir, set_key("forbidden_changes", [{"name": "fees"}]))
-        err = fails(scenario_dir, r"forbidden_changes\[0\] needs a 'path' glob")
+        err = fails(scenario_dir, r"forbidden_changes\[0\]: missing required key 'path'")
         assert "paid_instalments" in str(err)
 
     def test_forbidden_where_must_list_values(self, scenario_dir: Path) -> None:
         """A where filter with a bare value instead of a list is refused."""
         edit(scenario_dir, set_key("forbidden_changes", [{"path": "fees/*/*", "where": {"status": "open"}}]))
-        fails(scenario_dir, r"forbidden_changes\[0\]\.where\.status must be a list of values")
+        fails(scenario_dir, r"forbidden_changes\[0\]\.where\.status: expected a list")
 
     def test_good_forbidden_patterns_load(self, scenario_dir: Path) -> None:
         """Named patterns and a glob object load and reach the forbidden grader."""
@@ -457,7 +458,7 @@ class TestForbiddenAndWeights:
     def test_weights_must_be_non_negative_numbers(self, scenario_dir: Path, weight: Any) -> None:
         """A weight that is negative, a string or a bool is refused."""
         edit(scenario_dir, set_key("weights", {"state": weight}))
-        fails(scenario_dir, r"weights\.state must be a number >= 0")
+        fails(scenario_dir, r"weights\.state: expected (a number|a value >= 0)")
 
     def test_weights_reach_the_total(self, scenario_dir: Path) -> None:
         """Loaded weights are used: weighting the failed part lowers the total of the same episode."""
@@ -476,7 +477,7 @@ class TestForbiddenAndWeights:
         assert heavy["parts"] == plain["parts"]
 
     @pytest.mark.parametrize(("key", "value", "pattern"), [
-        ("unauthorised_actions", "yes", r"unauthorised_actions must be true, false or an object"),
+        ("unauthorised_actions", "yes", r"unauthorised_actions: expected true or false or an object"),
         ("money_invariants", {"even": False}, r"args \['even'\] do not fit grader 'graders\.money:money_invariants'"),
         ("hooks", {"pre": []}, r"unknown key\(s\) \['pre'\] in hooks; allowed: pre_grade, post_run"),
         ("hooks", {"post_run": ["_te_nowhere:hook"]}, r"hooks\.post_run\[0\]: cannot import '_te_nowhere'"),
