@@ -158,6 +158,7 @@ class ExportReport:
     filtered: int
     holdout_skipped: int
     harness_errors: int = 0
+    bad_lines: int = 0
 
 
 def _select(results: Iterable[dict[str, Any]], passed_only: bool, min_score: float | None,
@@ -169,7 +170,7 @@ def _select(results: Iterable[dict[str, Any]], passed_only: bool, min_score: flo
 
 
 def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = False, min_score: float | None = None,
-               scenarios: Sequence[str] = ()) -> ExportReport:
+               scenarios: Sequence[str] = (), skip_bad_lines: bool = False) -> ExportReport:
     """Stream the run's selected episodes to ``out`` in ``fmt``."""
     if fmt not in FORMATS:
         raise ExportError(f"--format {fmt!r} is unknown; use one of {', '.join(FORMATS)}.")
@@ -179,7 +180,9 @@ def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = F
     if not results_path.is_file():
         raise ExportError(f"{run_dir}: no results.jsonl; pass a directory written by simworld run.")
     written = filtered = holdout = broken = 0
-    for keep, r in _select(read_results(results_path), passed_only, min_score, scenarios):
+    bad: list[int] = []
+    for keep, r in _select(read_results(results_path, skip_bad=bad if skip_bad_lines else None), passed_only,
+                           min_score, scenarios):
         if is_holdout(int(r["seed"])):
             holdout += 1
             continue
@@ -192,7 +195,7 @@ def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = F
         events = run_dir / EVENTS / event_file_name(r["scenario"], int(r["seed"]), int(r.get("trial", 0)))
         out.write(line(_from_file(events, r), fmt))
         written += 1
-    return ExportReport(written, filtered, holdout, broken)
+    return ExportReport(written, filtered, holdout, broken, len(bad))
 
 
 # -- post_run hooks: write the export while a run goes ---------------------------------------------------------

@@ -48,7 +48,10 @@ def rebuild(path: Path, scenarios: Mapping[str, Scenario], log: EventFile | None
     """Rebuild the episode recorded in ``path``; return it and the number of calls re-applied."""
     log = log or read_events(path)
     scenario = _scenario(path, log, scenarios)
-    seed = int(log.header.get("seed", -1))
+    seed = log.header.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ReplayError(f"{path.name}: the header's seed is {seed!r}; an event file written by simworld run has a "
+                          "seed >= 0 (was the file edited?).")
     inst = scenario.instance(seed)
     if inst.state.hash != log.header.get("initial_state_hash"):
         raise ReplayError(f"{path.name}: the seed's initial state hashes to {inst.state.hash}, not the recorded "
@@ -75,6 +78,8 @@ def rebuild(path: Path, scenarios: Mapping[str, Scenario], log: EventFile | None
         applied += 1
         if event.kind == "terminal" and event.status == "ok":
             outcome = event.result.get("outcome")
+        if event.kind == "read" or event.status != "ok":
+            applied -= 1  # "applied" counts the writes that changed something, as before
 
     for i, event in enumerate((*log.events, None)):
         if crash is not None and crash.position == i and crash.lost is not None:
@@ -83,8 +88,8 @@ def rebuild(path: Path, scenarios: Mapping[str, Scenario], log: EventFile | None
             states.append(world.state)
         if event is None:
             break
-        if event.status == "ok" and event.kind in ("write", "terminal"):
-            apply(event)
+        if event.kind in ("read", "write", "terminal"):
+            apply(event)  # reads too: an edited read result is caught, not "confirmed"
         events.append(event)
         states.append(world.state)
     footer = log.footer

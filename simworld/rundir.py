@@ -31,8 +31,9 @@ import orjson
 
 from simworld.errors import RunDirError
 
-__all__ = ["EVENTS", "META", "RESULTS", "Key", "ResultsFile", "describe_status", "line_key", "read_meta", "redact",
-           "read_results", "replace_bytes", "rewrite_in_order", "write_meta"]
+__all__ = ["EVENTS", "META", "RESULTS", "Key", "ResultsFile", "atomic_output", "describe_status", "line_key",
+           "read_meta", "read_results", "redact", "refuse_own_input", "replace_bytes", "rewrite_in_order",
+           "write_meta"]
 
 META = "run.json"
 RESULTS = "results.jsonl"
@@ -104,16 +105,26 @@ def _whole_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             offset += len(raw)
 
 
-def read_results(path: Path) -> Iterator[dict[str, Any]]:
-    """Every whole result line of ``path`` (a results.jsonl), parsed; a trailing partial line is skipped."""
+def read_results(path: Path, *, skip_bad: list[int] | None = None) -> Iterator[dict[str, Any]]:
+    """Every whole result line of ``path`` (a results.jsonl), parsed; a trailing partial line is skipped.
+
+    A line that is not a JSON object is a RunDirError naming its number, unless ``skip_bad`` is
+    given: then its number is appended there and reading goes on.
+    """
     if not path.is_file():
         return
-    for _offset, raw in _whole_lines(path):
+    for n, (_offset, raw) in enumerate(_whole_lines(path), 1):
         try:
-            yield orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise RunDirError(f"{path}: a line that is not JSON ({exc}); was this file written by simworld run?") \
-                from None
+            line = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            line = None
+        if not isinstance(line, dict) or "scenario" not in line or "seed" not in line:
+            if skip_bad is not None:
+                skip_bad.append(n)
+                continue
+            raise RunDirError(f"{path}:{n}: not a result line (corrupted?); fix or delete it, or pass "
+                              "--skip-bad-lines to skip such lines and count them.")
+        yield line
 
 
 def index_results(path: Path) -> dict[Key, tuple[int, int]]:
@@ -152,6 +163,36 @@ def rewrite_in_order(path: Path, order: Iterable[Key], sources: Sequence[Path] =
                     break
     os.replace(tmp, path)
     return written
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path) -> Iterator[Any]:
+    """A binary file to write ``path`` through: a temporary file beside it, renamed over ``path`` on success.
+
+    On any failure the temporary file is removed and ``path`` is untouched: never a partial output.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with tmp.open("wb") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def refuse_own_input(out: Path, run_dir: Path, what: str) -> None:
+    """Refuse an output path that is one of the run's own files (results.jsonl, run.json or an event file)."""
+    try:
+        target = out.resolve()
+        inputs = {(run_dir / RESULTS).resolve(), (run_dir / META).resolve()}
+        events = (run_dir / EVENTS).resolve()
+    except OSError:
+        return
+    if target in inputs or target.parent == events:
+        raise RunDirError(f"{what} {str(out)!r} is one of {str(run_dir)!r}'s own files, which this command reads; "
+                          "write the output elsewhere.")
 
 
 class ResultsFile:
