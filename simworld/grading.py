@@ -9,6 +9,12 @@ argument fails the scenario's load rather than its first episode. One argument i
 supplied by the harness at grade time: a grader that declares ``solutions`` receives
 the end states of every valid solution at the episode's seed.
 
+Trust model: custom graders and hooks are trusted code that runs in the harness's process.
+The signature check stops a grader from *asking for* the transcript by mistake (and refuses
+``*args``, ``**kwargs`` and parameters that are no grader input); it is not a sandbox: a
+grader module can import anything and read anything in the process. Agents are the
+untrusted party: every action they return is checked before use.
+
 Graders run as a conjunction: the episode passes only if every check of every
 grader passes. A grader that raises becomes a failed check carrying the error,
 never a crash of the run and never a pass.
@@ -96,6 +102,11 @@ def resolve_grader(path: Any, args: Any, where: str, *, part: str = "custom", se
         raise ScenarioError(f"{where}: grader {path!r} must take the episode as its first positional parameter, "
                             "named 'episode': def grade(episode, **args) -> Verdict.")
     for p in params:
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            star = "*" if p.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+            raise ScenarioError(
+                f"{where}: grader {path!r} takes {star}{p.name}; name every input instead (episode, the args "
+                "task.json gives, or solutions), so that nothing else can be passed to it by mistake.")
         if p.name in FORBIDDEN_PARAMS:
             raise ScenarioError(
                 f"{where}: grader {path!r} takes a parameter named {p.name!r}; graders judge what the agent did "
@@ -105,6 +116,11 @@ def resolve_grader(path: Any, args: Any, where: str, *, part: str = "custom", se
     for name in HARNESS_ARGS:
         if name in args:
             raise ScenarioError(f"{where}: {path!r} args set {name!r}, which the harness supplies; remove it.")
+    for p in params[1:]:
+        if p.name not in args and p.name not in HARNESS_ARGS and p.default is inspect.Parameter.empty:
+            raise ScenarioError(f"{where}: grader {path!r} takes {p.name!r}, which is not a grader input: give it in "
+                                f"the grader's args, give it a default, or remove it (the harness supplies only "
+                                f"{', '.join(HARNESS_ARGS)}).")
     probe = {**args, **({"solutions": ()} if wants_solutions else {})}
     try:
         inspect.signature(fn).bind(None, **probe)

@@ -128,7 +128,8 @@ def _object(value: dict[str, Any], schema: dict[str, Any], where: str, root: str
     props = schema.get("properties", {})
     for key in schema.get("required", []):
         if key not in value:
-            return f"{at}: missing required key {key!r}" if where else f"missing required key {key!r}"
+            hint = f" ({schema['description']})" if "description" in schema else ""
+            return f"{at}: missing required key {key!r}{hint}" if where else f"missing required key {key!r}{hint}"
     extra = schema.get("additionalProperties", True)
     if extra is False:
         unknown = sorted(k for k in value if k not in props)

@@ -268,7 +268,7 @@ class TestCustomGraders:
                 raise AssertionError("never called")
         """)
         edit(scenario_dir, add_grader({"grader": f"{name}:grade"}))
-        fails(scenario_dir, rf"args \[\] do not fit grader '{name}:grade'.*limit")
+        fails(scenario_dir, rf"grader '{name}:grade' takes 'limit', which is not a grader input")
 
     def test_args_must_be_an_object(self, scenario_dir: Path) -> None:
         """args given as a list is refused."""

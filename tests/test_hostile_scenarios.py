@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,22 @@ class TestTemplates:
         (scenario_dir / "prompt.md").write_text("x" * (64 * 1024 + 1))
         with pytest.raises(ScenarioError, match="at most 65,536"):
             load_scenario(scenario_dir)
+
+
+class TestGraderSignature:
+    @pytest.mark.parametrize(("source", "word"), [
+        ("def grade(episode, *args):\n    pass\n", "*args"),
+        ("def grade(episode, **kwargs):\n    pass\n", "**kwargs"),
+        ("def grade(episode, agent_notes):\n    pass\n", "not a grader input"),
+        ("def grade(episode, transcript=None):\n    pass\n", "transcript"),
+    ])
+    def test_honest_mistakes_refused(self, scenario_dir: Path, source: str, word: str) -> None:
+        """*args, **kwargs, a parameter no one supplies, and a transcript parameter are refused at load."""
+        name = f"sig_graders_{next(_ids)}"
+        (scenario_dir.parent.parent / f"{name}.py").write_text(source)
+        (scenario_dir / "task.json").write_bytes(orjson.dumps({**BASE, "graders": [f"{name}:grade"]}))
+        with pytest.raises(ScenarioError, match=re.escape(word)):
+            load_scenario(scenario_dir)
+
+
+_ids = iter(range(10**6))
