@@ -1,15 +1,38 @@
-"""``simworld show``: what the agent would see, and the world it acts on, as text."""
+"""``simworld show``: what the agent would see, and the world it acts on, as text.
+
+Only dev worlds are ever shown: a holdout world printed once is a holdout world leaked (its
+request, amounts and dates can be tuned against), so :func:`render_scenario` refuses any seed
+in the holdout range, whoever calls it.
+"""
 
 from __future__ import annotations
 
+from simworld.errors import ScenarioError
 from simworld.models import to_json
 from simworld.scenario import Scenario
+from simworld.splits import HOLDOUT_BASE, check_seed
 
-__all__ = ["render_scenario"]
+__all__ = ["check_showable", "render_scenario"]
+
+
+def check_showable(seed: int, split: str = "dev") -> None:
+    """Refuse what ``show`` must not print: ``--split holdout``, a seed in the holdout range, a negative seed."""
+    if split == "holdout":
+        raise ScenarioError("--split holdout: show never prints a holdout world (showing one would leak it); "
+                            f"show a dev seed below {HOLDOUT_BASE} instead.")
+    if split == "dev" and seed >= HOLDOUT_BASE:
+        raise ScenarioError(f"--seed {seed} is in the holdout range (seeds from {HOLDOUT_BASE}) and show never prints "
+                            f"a holdout world (showing one would leak it); give a dev seed below {HOLDOUT_BASE}.")
+    check_seed(seed, split)
 
 
 def render_scenario(scenario: Scenario, seed: int) -> str:
-    """The scenario at ``seed``: request, policy text, tools, and a summary of the target's records."""
+    """The scenario at dev ``seed``: request, policy text, tools, and a summary of the target's records.
+
+    Raises:
+        ScenarioError: ``seed`` is negative or in the holdout range (see :func:`check_showable`).
+    """
+    check_showable(seed)
     inst = scenario.instance(seed)
     v = inst.vars
     state = inst.state

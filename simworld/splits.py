@@ -1,10 +1,11 @@
 """Dev and holdout seeds.
 
-Seeds below :data:`HOLDOUT_BASE` are the dev split: ``simworld run --seed N`` and
-``simworld check`` use them as given. Each scenario reserves its own holdout seeds,
-from :data:`HOLDOUT_BASE` up, derived from its id: ``simworld run --split holdout --seed N``
-runs every scenario at its N-th holdout seed, which the dev split never uses (a dev
-seed at or above the base is refused).
+Seeds below :data:`HOLDOUT_BASE` are the dev split: ``simworld run``, ``serve``, ``show`` and
+``check`` use them as given. Each scenario reserves its own holdout seeds, from
+:data:`HOLDOUT_BASE` up, derived from its id: ``simworld run --split holdout --seed N`` (and
+``serve``, ``check``) runs every scenario at its N-th holdout seed, which the dev split never
+uses (a dev seed at or above the base is refused, and so is a negative seed, by
+:func:`check_seed`). ``show`` prints dev worlds only: printing a holdout world would leak it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Literal
 
 from simworld.errors import ScenarioError
 
-__all__ = ["HOLDOUT_BASE", "MAX_SEEDS", "SPLITS", "Split", "effective_seed", "format_seeds", "is_holdout",
-           "parse_seeds"]
+__all__ = ["HOLDOUT_BASE", "MAX_SEEDS", "SPLITS", "Split", "check_seed", "effective_seed", "format_seeds",
+           "is_holdout", "parse_seeds"]
 
 Split = Literal["dev", "holdout"]
 SPLITS = ("dev", "holdout")
@@ -25,16 +26,27 @@ HOLDOUT_BASE = 1_000_000
 MAX_SEEDS = 1_000_000
 
 
-def effective_seed(scenario_id: str, seed: int, split: str) -> int:
-    """The seed a scenario runs at for ``--seed seed`` in ``split``."""
+def check_seed(seed: int, split: str, option: str = "--seed") -> None:
+    """Refuse what ``split`` cannot take as ``option``: an unknown split, a negative seed, or a dev seed in the
+    holdout range (a dev command given one would run, show or check a holdout world).
+
+    Every command that takes a seed calls this before it touches a world, so the holdout range is reachable
+    only through ``--split holdout``, where the seed is an index into the scenario's reserved seeds.
+    """
     if split not in SPLITS:
         raise ScenarioError(f"--split {split!r} is unknown; use one of {', '.join(SPLITS)}.")
     if seed < 0:
-        raise ScenarioError(f"--seed {seed} is negative; seeds start at 0.")
+        raise ScenarioError(f"{option} {seed} is negative; seeds start at 0.")
+    if split == "dev" and seed >= HOLDOUT_BASE:
+        form = "N" if option == "--seed" else "A..B"
+        raise ScenarioError(f"{option} {seed} is reserved for the holdout split (seeds from {HOLDOUT_BASE}); "
+                            f"use --split holdout {option} {form}, or a dev seed below {HOLDOUT_BASE}.")
+
+
+def effective_seed(scenario_id: str, seed: int, split: str) -> int:
+    """The seed a scenario runs at for ``--seed seed`` in ``split`` (refused as :func:`check_seed` says)."""
+    check_seed(seed, split)
     if split == "dev":
-        if seed >= HOLDOUT_BASE:
-            raise ScenarioError(f"--seed {seed} is reserved for the holdout split (seeds from {HOLDOUT_BASE}); "
-                                f"use --split holdout --seed N, or a dev seed below {HOLDOUT_BASE}.")
         return seed
     digest = hashlib.blake2b(f"holdout/{scenario_id}/{seed}".encode(), digest_size=8).digest()
     return HOLDOUT_BASE + int.from_bytes(digest, "big") % 1_000_000_000

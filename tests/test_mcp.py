@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+from mcp_helpers import http_server, results, stop, wait_for_results
 
 from simworld.agents import StepsAgent
 from simworld.errors import SimworldError
@@ -156,7 +157,8 @@ class TestBadArgument:
         assert "No plan with plan_id='nope'" in _text(bad)
         assert bad.structured_content["status"] == "error"
         assert good.is_error is False and orjson.loads(good.content[0].text)["id"] == VARIABLES["plan_id"]
-        assert not (tmp_path / "out" / "results.jsonl").exists()  # the episode never ended
+        (line,) = _results(tmp_path)  # the client left without a terminal call: recorded as stopped, not dropped
+        assert line["stop_reason"] == "agent_stopped" and line["outcome"] is None
 
 
 class TestDeniedCall:
@@ -267,3 +269,205 @@ class TestBadTransport:
 
         with pytest.raises(ServeError, match="--transport 'sse' is unknown; use one of stdio, http"):
             serve(SPLIT, SEED, transport="sse")
+
+
+def _http_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/mcp"
+
+
+async def _json_call(session: Any, tool: str, args: dict[str, Any]) -> Any:
+    reply = await session.call_tool(tool, args)
+    assert not reply.is_error, _text(reply)
+    return orjson.loads(reply.content[0].text)
+
+
+async def _play_until_terminal(session: Any) -> list[Any]:
+    """Play the first solution up to (not including) its terminal call; return the results, for templates."""
+    results: list[Any] = []
+    for i, step in enumerate(SPLIT.solutions[0][:-1]):
+        results.append(await _json_call(session, step.tool, resolve_args(step.args, VARIABLES, results, f"t {i}")))
+    return results
+
+
+def _replays_to(out: Path, name: str, line: dict[str, Any]) -> bool:
+    """Whether the event file ``name`` rebuilds the end state the result line names."""
+    return replay(out / "events" / name, {SCENARIO: SPLIT}).final_state_hash == line["state_hash"]
+
+
+class TestHttpSessions:
+    def test_two_concurrent_sessions_are_two_independent_episodes(self, tmp_path: Path) -> None:
+        """Two MCP sessions open on one server at once: B never sees A's new schedule, B's decline does not end A's
+        episode, and each is written as its own episode (one result line and one event file each)."""
+        import anyio
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+
+        out = tmp_path / "out"
+        plan = {"plan_id": VARIABLES["plan_id"]}
+        finish = SPLIT.solutions[0][-1]
+
+        async def main(url: str) -> Any:
+            with anyio.fail_after(TIMEOUT):
+                async with (streamable_http_client(url) as (read_a, write_a), ClientSession(read_a, write_a) as a,
+                            streamable_http_client(url) as (read_b, write_b), ClientSession(read_b, write_b) as b):
+                    await a.initialize()
+                    await b.initialize()
+                    before = await _json_call(a, "get_plan", plan)
+                    results = await _play_until_terminal(a)  # A writes its new schedule
+                    after_a = await _json_call(a, "get_plan", plan)
+                    seen_by_b = await _json_call(b, "get_plan", plan)
+                    declined = await b.call_tool("decline", {"reason": "Testing."})
+                    after_b_ended = await _json_call(a, "get_plan", plan)
+                    finished = await a.call_tool(finish.tool, resolve_args(finish.args, VARIABLES, results, "t"))
+                    return before, after_a, seen_by_b, declined, after_b_ended, finished
+
+        with http_server(tmp_path / "server.log", "--scenario", SCENARIO, "--seed", str(SEED), "--out",
+                         str(out)) as (proc, port):
+            before, after_a, seen_by_b, declined, after_b_ended, finished = anyio.run(main, _http_url(port))
+            lines = wait_for_results(out, 2, proc)
+        assert after_a["instalments"] != before["instalments"]  # A's write landed in A's world...
+        assert seen_by_b["instalments"] == before["instalments"]  # ...and only there
+        assert not declined.is_error and "The episode is over" in _text(declined)
+        assert after_b_ended["instalments"] == after_a["instalments"]  # B's terminal call did not end A's episode
+        assert not finished.is_error and "The episode is over" in _text(finished)
+        by_outcome = {line["outcome"]: line for line in lines}
+        assert set(by_outcome) == {"act", "decline"} and len(lines) == 2
+        assert by_outcome["act"]["passed"] is True
+        assert by_outcome["decline"]["counters"]["tool_calls"] == 2  # its own get_plan and decline, none of A's
+        assert sorted(line["trial"] for line in lines) == [0, 1]
+        names = {0: f"{SCENARIO}__seed-{SEED}.jsonl", 1: f"{SCENARIO}__seed-{SEED}__trial-1.jsonl"}
+        assert sorted(p.name for p in (out / "events").iterdir()) == sorted(names.values())
+        for line in lines:
+            assert _replays_to(out, names[line["trial"]], line)
+
+    def test_a_session_that_leaves_before_a_terminal_call_is_recorded(self, tmp_path: Path) -> None:
+        """A session ended by its client (DELETE) after a write, with no terminal call, is written as agent_stopped
+        with an error saying the client left; its write is in the recorded end state."""
+        import anyio
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+
+        out = tmp_path / "out"
+
+        async def main(url: str) -> None:
+            with anyio.fail_after(TIMEOUT):
+                async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+                    await session.initialize()
+                    await _play_until_terminal(session)
+
+        with http_server(tmp_path / "server.log", "--scenario", SCENARIO, "--seed", str(SEED), "--out",
+                         str(out)) as (proc, port):
+            anyio.run(main, _http_url(port))
+            (line,) = wait_for_results(out, 1, proc)
+        assert (line["stop_reason"], line["outcome"], line["passed"]) == ("agent_stopped", None, False)
+        assert line["error"] == "the client ended its MCP session before a terminal call"
+        assert line["counters"]["tool_calls"] == len(SPLIT.solutions[0]) - 1
+        assert _replays_to(out, f"{SCENARIO}__seed-{SEED}.jsonl", line)
+
+    def test_stopping_the_server_records_the_sessions_still_open(self, tmp_path: Path) -> None:
+        """A session whose client went away without ending it is written when the server is stopped (SIGTERM)."""
+        import anyio
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+
+        out = tmp_path / "out"
+
+        async def main(url: str) -> None:
+            with anyio.fail_after(TIMEOUT):
+                async with (streamable_http_client(url, terminate_on_close=False) as (read, write),
+                            ClientSession(read, write) as session):
+                    await session.initialize()
+                    await _json_call(session, "get_plan", {"plan_id": VARIABLES["plan_id"]})
+
+        with http_server(tmp_path / "server.log", "--scenario", SCENARIO, "--seed", str(SEED), "--out",
+                         str(out)) as (proc, port):
+            anyio.run(main, _http_url(port))
+            assert results(out) == []  # the session is still open
+            stop(proc)
+        (line,) = results(out)
+        assert (line["stop_reason"], line["error"]) == ("agent_stopped", "the server stopped before a terminal call")
+        assert line["counters"]["tool_calls"] == 1
+
+
+class TestStdioDisconnect:
+    def test_a_client_that_disconnects_before_a_terminal_call_is_recorded(self, tmp_path: Path) -> None:
+        """Over stdio, a client that writes and then disconnects is written as agent_stopped, its write included."""
+
+        async def body(session: Any, init: Any) -> Any:
+            return await _play_until_terminal(session)
+
+        _over_stdio(tmp_path, body)
+        (line,) = _results(tmp_path)
+        assert (line["stop_reason"], line["outcome"], line["passed"]) == ("agent_stopped", None, False)
+        assert line["error"] == "the client disconnected before a terminal call"
+        assert line["counters"]["tool_calls"] == len(SPLIT.solutions[0]) - 1
+        assert _replays_to(tmp_path / "out", f"{SCENARIO}__seed-{SEED}.jsonl", line)
+
+    def test_a_second_server_into_the_same_out_appends_a_new_trial(self, tmp_path: Path) -> None:
+        """Two stdio servers run one after the other into one --out write two lines and two event files."""
+
+        async def body(session: Any, init: Any) -> Any:
+            return await session.call_tool("decline", {"reason": "Testing."})
+
+        _over_stdio(tmp_path, body)
+        _over_stdio(tmp_path, body)
+        lines = _results(tmp_path)
+        assert [line["trial"] for line in lines] == [0, 1] and all(line["outcome"] == "decline" for line in lines)
+        assert len(list((tmp_path / "out" / "events").iterdir())) == 2
+
+    def test_a_stdio_server_stopped_by_sigterm_records_its_episode(self, tmp_path: Path) -> None:
+        """SIGTERM to a stdio server whose client is still attached writes the episode as the server stopping."""
+        import signal
+
+        out = tmp_path / "out"
+        proc = subprocess.Popen([sys.executable, *SERVE, "--scenario", SCENARIO, "--seed", str(SEED), "--out",
+                                 str(out)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            # Once it has answered initialize it is serving (a signal before then is Python's default: no record).
+            proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+                + b"\n")
+            proc.stdin.flush()
+            assert orjson.loads(proc.stdout.readline())["id"] == 1
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        (line,) = results(out)
+        assert line["error"] == "the server stopped before a terminal call", err.decode()
+
+
+class TestTimeBudget:
+    def test_a_client_gone_silent_is_recorded_as_timeout(self, tmp_path: Path) -> None:
+        """A session that calls once and then says nothing is ended as timeout once its budget, counted from that
+        first call, is spent: without waiting for another call, and with the session still open."""
+        import anyio
+        from helpers import copy_suite
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        suite = copy_suite(tmp_path / "suite", SCENARIO, budget={"max_steps": 20, "timeout_s": 1})
+        out = tmp_path / "out"
+
+        async def main(url: str) -> Any:
+            with anyio.fail_after(TIMEOUT):
+                async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+                    await session.initialize()
+                    await _json_call(session, "get_plan", {"plan_id": VARIABLES["plan_id"]})
+                    (line,) = await anyio.to_thread.run_sync(wait_for_results, out, 1)
+                    late = await session.call_tool("get_plan", {"plan_id": VARIABLES["plan_id"]})
+                    return line, late
+
+        with http_server(tmp_path / "server.log", "--scenario", SCENARIO, "--seed", str(SEED), "--suite", str(suite),
+                         "--out", str(out)) as (_, port):
+            line, late = anyio.run(main, _http_url(port))
+        assert (line["stop_reason"], line["counters"]["tool_calls"]) == ("timeout", 1)
+        assert "timeout_s (1 s)" in line["error"]
+        assert late.is_error and "the time budget is spent" in _text(late)
+        assert len(results(out)) == 1  # the session's DELETE afterwards does not record it twice
