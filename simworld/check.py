@@ -50,7 +50,7 @@ from simworld.money import exponent, format_minor
 from simworld.projection import diff, project, touched
 from simworld.runner import grade, play, solution_end_states
 from simworld.scenario import Scenario
-from simworld.splits import parse_seeds
+from simworld.splits import effective_seed, parse_seeds
 from simworld.state import State
 from simworld.tools import TOOLS, Kind
 
@@ -298,10 +298,16 @@ def _equivalent(scenario: Scenario, mutant: Mutant, episode: Episode, solutions:
 
 
 def check_scenario(scenario: Scenario, seeds: Sequence[int], guard: TimeGuard | None = None,
-                   progress: Callable[[str], None] | None = None) -> ScenarioCheck:
-    """Check one scenario over ``seeds``."""
+                   progress: Callable[[str], None] | None = None, split: str = "dev") -> ScenarioCheck:
+    """Check one scenario over ``seeds``.
+
+    In the ``dev`` split the seeds are checked as given (a seed in the holdout range is refused); in
+    ``holdout`` seed N is the scenario's N-th reserved holdout seed, as in ``simworld run --split holdout``.
+    Reports name the seeds actually checked.
+    """
+    checked = [effective_seed(scenario.id, n, split) for n in seeds]  # every seed refused before any is played
     report = ScenarioCheck(scenario.id)
-    for seed in seeds:
+    for seed in checked:
         report.seeds += 1
         if progress:
             progress(f"{scenario.id} seed {seed}")
