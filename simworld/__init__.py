@@ -3,6 +3,9 @@
 The public API; everything in ``_``-prefixed or unlisted modules is internal.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
 from simworld.agents import Agent, NoopAgent, RandomAgent, StepsAgent, build_agent_factory
 from simworld.clock import SimClock, TimeGuard
 from simworld.episode import COUNTERS, Environment, Episode, Observation
@@ -64,12 +67,20 @@ __all__ = [
 ]
 
 
-def make(scenario: "str | Scenario", seed: int = 0) -> Environment:
-    """An environment for a scenario (an id from the bundled suite, or a loaded Scenario) at ``seed``.
+def make(scenario: "str | Scenario", seed: int | None = None, *, world: "Mapping[str, Any] | None" = None) \
+        -> Environment:
+    """An environment for a scenario (an id from the bundled suite, or a loaded Scenario) at ``seed`` (default 0).
+
+    ``world`` pins explicit world parameters instead (``{"year_shift": 0, "currency": "USD", ...}``,
+    as ``simworld probe`` writes them; see :mod:`simworld.perturb`); the environment's seed is
+    then ``seed`` if that seed gives exactly this world, else a number derived from the parameters.
 
     >>> env = make("split-balance-three-ways", seed=3)
     >>> obs = env.reset()
     """
     if isinstance(scenario, str):
         (scenario,) = load_suite(None, [scenario])
-    return Environment(scenario, seed)
+    if world is not None:
+        scenario = scenario.at_world(world)
+        return Environment(scenario, scenario.world_seed(seed))
+    return Environment(scenario, 0 if seed is None else seed)

@@ -9,11 +9,14 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from simworld.errors import SimworldError
+
+if TYPE_CHECKING:
+    from simworld.scenario import Scenario
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="A deterministic simulated billing world for evaluating and training agents.")
@@ -108,6 +111,9 @@ def run(
                                                   "currencies). Default 0.")] = None,
     seeds: Annotated[str | None, typer.Option(help="Several seeds: A..B (inclusive), 3,7,11, or a mix (0..4,9).")]
     = None,
+    world: Annotated[Path | None, typer.Option(help="A world file ({\"scenario\": ID, \"world\": {...}}, as "
+                                                    "simworld probe writes it): run its scenario at exactly those "
+                                                    "parameters instead of a seed.")] = None,
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Scenario id; repeat for several. "
                                                                           "Default: the whole suite.")] = None,
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
@@ -139,25 +145,42 @@ def run(
 
     if seed is not None and seeds is not None:
         raise _fail(f"--seed {seed} and --seeds {seeds!r} both given; use --seed N for one seed or --seeds for many.")
+    if world is not None:
+        clash = [name for name, given in (("--seed", seed is not None), ("--seeds", seeds is not None),
+                                          ("--scenario", bool(scenario)), ("--split", split != "dev")) if given]
+        if clash:
+            raise _fail(f"--world {str(world)!r} and {' and '.join(clash)} both given; a world file names its "
+                        "scenario and pins its world, so drop " + " and ".join(clash) + ".")
     if fail_under is not None and not 0.0 <= fail_under <= 1.0:
         raise _fail(f"--fail-under {fail_under!r} must lie between 0 and 1 (it is compared with the mean score).")
     shard_ij = _parse_shard(shard)
+    pinned: dict[str, object] | None = None  # the world's parameters, with --world
     try:
         seed_list = parse_seeds(seeds) if seeds is not None else [0 if seed is None else seed]
         if seed is not None and seed < 0:
             raise SimworldError(f"--seed {seed} is negative; seeds start at 0.")
         factory = build_agent_factory(agent, base_url=base_url)
-        scenarios = load_suite(suite, scenario, snapshot)
+        if world is not None:
+            scenarios, seed_list, pinned = _pinned_world(world, suite, snapshot)
+        else:
+            scenarios = load_suite(suite, scenario, snapshot)
+        run_settings: dict[str, object] = {"base_url": base_url} if base_url else {}
+        if pinned is not None:
+            run_settings["world"] = pinned  # part of what --resume must match
         result = run_suite(scenarios, seed_list, agent, factory, out, argv=sys.argv[1:], split=split, trials=trials,
                            concurrency=concurrency, progress=_Progress(), shard=shard_ij, resume=resume,
                            overwrite=overwrite, keep_results=False, snapshot=snapshot,
-                           settings={"base_url": base_url} if base_url else None)
+                           settings=run_settings or None)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
+        if pinned is not None:
+            _note_world(out, pinned)
         typer.echo(f"\nsimworld: interrupted; every graded episode is in {out}/results.jsonl. Continue with the same "
                    "command and --resume.", err=True)
         raise typer.Exit(130) from None
+    if pinned is not None:
+        _note_world(out, pinned)
     lines = read_results(out / RESULTS)
     if result.episodes <= _TABLE_ROWS:
         rows = [(r["scenario"], str(r["seed"]), *((str(r["trial"]),) if trials > 1 else ()), str(r["outcome"]),
@@ -183,9 +206,9 @@ def run(
         pass_k = result.summary["pass_hat_k"]
         shown = [k for k in range(1, trials + 1) if k <= 5 or k == trials or k in (10, 20, 50, 100, 200, 500)]
         _table(("k", "pass^k"), [(str(k), f"{pass_k[f'pass^{k}']:.3f}") for k in shown])
-    where = (f"split {split}, {'holdout seed #' if split == 'holdout' else 'seeds '}"
-             f"{format_seeds(seed_list)}" + (f", shard {shard}" if shard else "")
-             + (f", trials {trials}" if trials > 1 else ""))
+    where = (f"world {world} (seed {seed_list[0]})" if world is not None else
+             f"split {split}, {'holdout seed #' if split == 'holdout' else 'seeds '}{format_seeds(seed_list)}") \
+        + (f", shard {shard}" if shard else "") + (f", trials {trials}" if trials > 1 else "")
     resumed = f"; {result.resumed} resumed from before" if result.resumed else ""
     errors = f"; {result.harness_errors} HARNESS ERROR(S)" if result.harness_errors else ""
     typer.echo(f"{result.passed}/{result.episodes} passed, mean score {result.mean_total:.3f}{errors}; agent {agent}; "
@@ -194,6 +217,41 @@ def run(
         raise typer.Exit(3)
     if result.passed != result.episodes or (fail_under is not None and result.mean_total < fail_under):
         raise typer.Exit(1)
+
+
+def _pinned_world(path: Path, suite: Path | None, snapshot: str | None) -> tuple[list[Scenario], list[int],
+                                                                                dict[str, object]]:
+    """The scenario a world file names, pinned to its parameters; the seed its results report; the parameters.
+
+    The seed is the file's ``seed`` when that seed gives exactly these parameters, else a
+    stable number derived from them. Any problem is a ScenarioError naming the file.
+    """
+    from simworld.errors import ScenarioError
+    from simworld.perturb import read_world_file
+    from simworld.scenario import load_suite
+
+    spec = read_world_file(path)
+    try:
+        (loaded,) = load_suite(suite, [spec.scenario], snapshot)
+        pinned = loaded.at_world(spec.world)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
+    assert pinned.world is not None
+    return [pinned], [pinned.world_seed(spec.seed)], dict(pinned.world)
+
+
+def _note_world(out: Path, world: dict[str, object]) -> None:
+    """Give every result line of a ``--world`` run a ``world`` field with the parameters it ran at.
+
+    The lines were written by the runner as they were graded; they are rewritten at once
+    (atomically) at the end, and a resumed run finishes any a kill left without it.
+    """
+    from simworld.rundir import RESULTS, read_results, replace_bytes
+    from simworld.state import canonical_bytes
+
+    lines = list(read_results(out / RESULTS))
+    if lines and any(line.get("world") != world for line in lines):
+        replace_bytes(out / RESULTS, b"".join(canonical_bytes({**line, "world": world}) + b"\n" for line in lines))
 
 
 #: Up to this many episodes ``run`` prints one row each; beyond, one row per scenario.
@@ -257,14 +315,17 @@ def replay(
 @app.command()
 def show(
     scenario: Annotated[str, typer.Argument(help="Scenario id.")],
-    seed: Annotated[int, typer.Option(help="Seed to render the scenario at.")] = 0,
+    seed: Annotated[int, typer.Option(help="Dev seed to render the scenario at.")] = 0,
+    split: Annotated[str, typer.Option(help="dev only: show never prints a holdout world (that would leak it).")]
+    = "dev",
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
 ) -> None:
-    """Show what the agent would see (request, policy, tools) and a summary of the world it acts on."""
+    """Show what the agent would see (request, policy, tools) and a summary of the world it acts on (dev seeds only)."""
     from simworld.scenario import load_suite
-    from simworld.show import render_scenario
+    from simworld.show import check_showable, render_scenario
 
     try:
+        check_showable(seed, split)
         (loaded,) = load_suite(suite, [scenario])
         typer.echo(render_scenario(loaded, seed))
     except SimworldError as exc:
@@ -300,16 +361,18 @@ def probe(
     scenario: Annotated[str, typer.Option("--scenario", help="Scenario id to probe.")],
     agent: Annotated[str, typer.Option(help="The agent: reference, drift:KIND, python:MODULE:ATTR, ...")]
     = "reference",
-    examples: Annotated[int, typer.Option(help="At most this many perturbed seeds.")] = 200,
+    examples: Annotated[int, typer.Option(help="At most this many perturbed worlds.")] = 200,
     seed: Annotated[int | None, typer.Option(help="Seed hypothesis's own search, for a reproducible probe "
                                                   "(as in hypothesis, a seeded search leaves the database alone).")]
     = None,
     deadline: Annotated[float, typer.Option(help="Stop generating new examples after this many seconds.")] = 120.0,
-    db: Annotated[Path, typer.Option(help="Hypothesis example database: failures found are tried first next time.")]
+    db: Annotated[Path, typer.Option(help="Hypothesis example database: failures found are tried first next time. "
+                                          "The shrunk world is written under DB/worlds/.")]
     = Path(".simworld-probe"),
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
 ) -> None:
-    """Hypothesis draws perturbed seeds until the agent drifts; print the shrunk seed and how to replay it."""
+    """Hypothesis draws a scenario's world parameters until the agent drifts; print the simplest failing world
+    (written to a file) and the command that replays it."""
     from simworld.agents import build_agent_factory
     from simworld.probe import probe as run_probe
     from simworld.scenario import load_suite
@@ -321,16 +384,23 @@ def probe(
         (loaded,) = load_suite(suite, [scenario])
         report = run_probe(loaded, agent, examples=examples, seed=seed, deadline_s=deadline, db=db,
                            suite_arg=str(suite) if suite else None)
-    except SimworldError as exc:
+    except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
     rate = f"{report.examples} example(s) in {report.seconds:.2f} s ({report.rate:.1f} examples/s)"
     if report.failure is None:
-        note = "; stopped at the deadline" if report.stopped_by_deadline else ""
+        note = "; stopped at the deadline" if report.stopped_by_deadline else \
+            "; that is every world the scenario has" if report.exhausted else ""
         typer.echo(f"no drift found: {agent} on {scenario}, {rate}{note}")
         return
     f = report.failure
-    typer.echo(f"DRIFT: {agent} fails {scenario}; shrunk to seed {f.seed} ({rate})")
-    typer.echo("  parameters: " + ", ".join(f"{k}={v}" for k, v in f.variables.items()))
+    typer.echo(f"DRIFT: {agent} fails {scenario}; first at example {report.first_failure_at}, shrunk to this world "
+               f"({rate}):")
+    flat = [(k, v) for k, v in f.world.items() if k != "params"]
+    flat += [(f"params.{k}", v) for k, v in f.world.get("params", {}).items()]
+    width = max((len(k) for k, _ in flat), default=0)
+    for key, value in flat:
+        typer.echo(f"  world: {key.ljust(width)}  {value}")
+    typer.echo("  which gives: " + ", ".join(f"{k}={v}" for k, v in f.variables.items()))
     for line in f.failed_checks:
         typer.echo(f"  failed check: {line}")
     for line in f.violations:
@@ -352,21 +422,27 @@ def export(
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Only this scenario; repeat for several.")]
     = None,
     out: Annotated[Path | None, typer.Option(help="Output file. Default: standard output.")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip (and count) result lines that "
+                                                                          "are not JSON instead of stopping.")]
+    = False,
 ) -> None:
     """Export a run's episodes as JSON lines for training: native, OpenAI chat fine-tuning or TRL."""
     from simworld.export import export_run
+    from simworld.rundir import atomic_output, refuse_own_input
 
     try:
         if out is None:
             report = export_run(run_dir, format, sys.stdout.buffer, passed_only=passed_only, min_score=min_score,
-                                scenarios=scenario or ())
+                                scenarios=scenario or (), skip_bad_lines=skip_bad_lines)
         else:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with out.open("wb") as f:
+            refuse_own_input(out, run_dir, "export --out")
+            with atomic_output(out) as f:
                 report = export_run(run_dir, format, f, passed_only=passed_only, min_score=min_score,
-                                    scenarios=scenario or ())
+                                    scenarios=scenario or (), skip_bad_lines=skip_bad_lines)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
+    if report.bad_lines:
+        typer.echo(f"simworld: note: skipped {report.bad_lines} result line(s) that are not JSON", err=True)
     errors = f", {report.harness_errors} with a harness error left out" if report.harness_errors else ""
     typer.echo(f"exported {report.written} episode(s) as {format}; {report.filtered} filtered out, "
                f"{report.holdout_skipped} holdout episode(s) never exported{errors}", err=True)
@@ -388,24 +464,38 @@ def _note_incomplete(run_dir: Path, episodes: int) -> None:
 @app.command()
 def serve(
     scenario: Annotated[str, typer.Option(help="Scenario id.")],
-    seed: Annotated[int, typer.Option(help="Seed that perturbs the scenario.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed that perturbs the scenario (with --split holdout: the N-th "
+                                           "reserved holdout seed).")] = 0,
+    split: Annotated[str, typer.Option(help="dev (the seed as given) or holdout (the scenario's N-th reserved "
+                                            "holdout seed).")] = "dev",
     transport: Annotated[str, typer.Option(help="stdio, or http (streamable HTTP at http://HOST:PORT/mcp).")]
     = "stdio",
-    out: Annotated[Path | None, typer.Option(help="Directory for results.jsonl and events/ when the episode ends.")]
-    = None,
-    host: Annotated[str, typer.Option(help="Address to bind with --transport http.")] = "127.0.0.1",
+    out: Annotated[Path | None, typer.Option(help="Directory for results.jsonl and events/: one line and one "
+                                                  "event file per episode, as it ends.")] = None,
+    host: Annotated[str, typer.Option(help="Address to bind with --transport http (loopback unless "
+                                           "--allow-remote).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind with --transport http.")] = 8000,
+    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow a --host that is not loopback; "
+                                                                      "needs a bearer token.")] = False,
+    token: Annotated[str | None, typer.Option(envvar="SIMWORLD_TOKEN", show_default=False,
+                                              help="Bearer token every HTTP request must carry (prefer the "
+                                                   "environment variable: a command line is visible to other "
+                                                   "users).")] = None,
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
 ) -> None:
-    """Serve one episode's tools over MCP for an MCP client's model to play; grade and write it when it ends."""
+    """Serve a scenario's tools over MCP for MCP clients' models to play: each MCP session is its own episode at
+    the seed, graded and written when it ends (a session left before a terminal call is written as stopped)."""
     from simworld.mcp_server import serve as do_serve
     from simworld.scenario import load_suite
 
     try:
         (loaded,) = load_suite(suite, [scenario])
-        do_serve(loaded, seed, transport=transport, out=out, host=host, port=port)
+        do_serve(loaded, seed, split=split, transport=transport, out=out, host=host, port=port,
+                 allow_remote=allow_remote, token=token)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
 
 
 @app.command("grade")
@@ -416,14 +506,19 @@ def grade_(
                                                   "Default: RUN_DIR/regraded.jsonl.")] = None,
 ) -> None:
     """Grade a run's recorded event logs again with the current graders, without running the agent."""
+    from simworld.rundir import refuse_own_input
     from simworld.runner import regrade
     from simworld.scenario import load_suite
 
     target = out or run_dir / "regraded.jsonl"
     try:
+        refuse_own_input(target, run_dir, "grade --out")
         results = regrade(run_dir, load_suite(suite), target)
     except SimworldError as exc:
         raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"grade --out {str(target)!r}: cannot write it ({exc.strerror or exc}); give a writable path.") \
+            from None
     passed = sum(1 for r in results if r["passed"])
     typer.echo(f"regraded {len(results)} episode(s): {passed} passed; written to {target}")
     _note_incomplete(run_dir, len(results))
@@ -435,6 +530,8 @@ def check(
     seeds: Annotated[str, typer.Option(help="Seeds to check, A..B inclusive.")] = "0..9",
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Scenario id; repeat for several.")]
     = None,
+    split: Annotated[str, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
+                                            "N-th holdout seed for each seed N).")] = "dev",
 ) -> None:
     """Prove every scenario's graders load-bearing: solutions pass, noop fails, mutants of the solution fail.
 
@@ -446,9 +543,12 @@ def check(
     from simworld.check import BrokenSolution, check_scenario, parse_seeds, summary_score
     from simworld.clock import TimeGuard
     from simworld.scenario import load_suite
+    from simworld.splits import check_seed
 
     try:
         seed_list = parse_seeds(seeds)
+        for n in seed_list:
+            check_seed(n, split, "--seeds")
         scenarios = load_suite(suite, scenario)
     except SimworldError as exc:
         raise _fail(str(exc)) from None
@@ -456,7 +556,8 @@ def check(
     reports = []
     with TimeGuard() as guard:
         for i, sc in enumerate(scenarios):
-            reports.append(check_scenario(sc, seed_list, guard, functools.partial(progress, i, len(scenarios))))
+            reports.append(check_scenario(sc, seed_list, guard, functools.partial(progress, i, len(scenarios)),
+                                          split=split))
     progress(len(scenarios), len(scenarios), "done")
     head = ("scenario", "seeds", "solutions", "noop", "mutants", "killed", "equivalent", "survived", "score", "check")
     rows = [(r.scenario, str(r.seeds),
@@ -472,7 +573,8 @@ def check(
     survived = sum(r.count("survived") for r in reports)
     equivalent = sum(r.count("equivalent") for r in reports)
     typer.echo(f"\nmutation score {summary_score(reports):.3f}: {killed} of {killed + survived} non-equivalent "
-               f"mutants killed; {equivalent} equivalent; seeds {seeds}")
+               f"mutants killed; {equivalent} equivalent; "
+               + (f"split holdout, holdout seed #{seeds}" if split == "holdout" else f"seeds {seeds}"))
     for title, status in (("equivalent mutants (valid answers, not misses)", "equivalent"),
                           ("SURVIVING mutants (the graders do not tell them from a right answer)", "survived")):
         groups = Counter((r.scenario, o.mutant.operator, o.mutant.description, o.reason)

@@ -15,17 +15,20 @@ the same solution), so one solution plays every seed.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 import orjson
 
-from simworld.errors import ScenarioError
+from simworld.errors import ScenarioError, SimworldError
 from simworld.expectations import GRADING_KEYS, Expectations, build_expectations
-from simworld.perturb import PARAM_KINDS, PERTURB_KEYS, Perturbed, perturb
+from simworld.perturb import PARAM_KINDS, PERTURB_KEYS, Draws, Perturbed, RandomDraws, WorldDraws, perturb, world_id
+from simworld.schemacheck import first_error, load_schema
 from simworld.snapshot import Snapshot, SnapshotLoader
-from simworld.templates import render, resolve_args
+from simworld.splits import HOLDOUT_BASE
+from simworld.templates import check_template, render, resolve_args
 from simworld.tools import OUTCOMES, TOOLS, Kind
 from simworld.vocab import CATEGORIES
 
@@ -34,6 +37,9 @@ __all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "load_
 TASK_KEYS = ("id", "category", "description", "snapshot", "target", "perturb", "params", "budget", "tools",
              "allowed_outcomes", "prompt", "recovery", *GRADING_KEYS)
 _TARGET_KEYS = ("customer", "policy", "plan", "fee")
+#: Size limits (documented in README): the request (prompt.md) and a solution or script file.
+MAX_PROMPT_BYTES = 64 * 1024
+MAX_SCRIPT_BYTES = 1024 * 1024
 _BUDGET_KEYS = ("max_steps", "timeout_s")
 _RECOVERY_KEYS = ("crash_at_call", "after_side_effect")
 
@@ -89,12 +95,46 @@ class Scenario:
     solution_files: tuple[str, ...]  # the file name of each solution, in the same order
     expectations: Expectations
     recovery: Recovery | None = None
+    #: Pinned world parameters (:meth:`at_world`): when set, every seed gives this one world.
+    world: Mapping[str, Any] | None = None
 
     def instance(self, seed: int) -> Perturbed:
-        """The seed's perturbed initial state, clock and template variables."""
-        rng = random.Random(f"{self.id}/{seed}")
+        """The seed's perturbed initial state, clock, template variables and world parameters.
+
+        A scenario pinned with :meth:`at_world` gives its world whatever the seed.
+        """
+        if self.world is not None:
+            return self.perturbed(WorldDraws(self.world))
+        return self.perturbed(RandomDraws(random.Random(f"{self.id}/{seed}")))
+
+    def perturbed(self, draws: Draws) -> Perturbed:
+        """The world whose every choice comes from ``draws`` (a seed's generator, parameters, hypothesis)."""
         return perturb(self.snapshot.state(), self.snapshot.clock, self.snapshot.policy, self.target, self.perturb,
-                       self.params, rng)
+                       self.params, draws)
+
+    def at_world(self, world: Mapping[str, Any]) -> Scenario:
+        """This scenario pinned to explicit world parameters (see :mod:`simworld.perturb`).
+
+        Raises:
+            ScenarioError: naming the parameter, when one is missing, unknown or not a
+                value this scenario allows.
+        """
+        try:
+            copy = orjson.loads(orjson.dumps(world))  # a private copy, plain JSON values
+        except TypeError as exc:
+            raise ScenarioError(f"Expected the world as JSON values but got {world!r} ({exc}).") from None
+        pinned = attrs.evolve(self, world=copy)
+        return attrs.evolve(self, world=pinned.instance(0).world)  # as drawn: the parameters in draw order
+
+    def world_seed(self, seed: int | None = None) -> int:
+        """The seed a run of this pinned scenario reports: ``seed`` when that dev seed gives exactly this world,
+        else a stable number derived from the parameters (:func:`simworld.perturb.world_id`)."""
+        if self.world is None:
+            raise ValueError(f"Scenario {self.id!r} is not pinned to a world; call at_world() first.")
+        if seed is not None and 0 <= seed < HOLDOUT_BASE and \
+                attrs.evolve(self, world=None).instance(seed).world == self.world:
+            return seed
+        return world_id(self.id, self.world)
 
     def request(self, variables: dict[str, Any]) -> str:
         """The customer's request rendered for a seed's variables."""
@@ -115,6 +155,10 @@ def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tupl
     """Read a JSONL file of ``{"tool": NAME, "args": {...}}`` lines, naming the line of any problem."""
     steps = []
     try:
+        size = path.stat().st_size
+        if size > MAX_SCRIPT_BYTES:
+            raise ScenarioError(f"{path}: {size:,} bytes; a solution or script file may hold at most "
+                                f"{MAX_SCRIPT_BYTES:,} (1 MiB).")
         lines = path.read_bytes().splitlines()
     except OSError:
         raise ScenarioError(f"{path}: cannot read this file; check the path.") from None
@@ -130,6 +174,15 @@ def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tupl
         args = data.get("args", {})
         if not isinstance(args, dict):
             raise ScenarioError(f"{path}:{n}: args must be an object but got {args!r}.")
+        stack: list[Any] = [args]
+        while stack:  # every template in the arguments is a plain {name}, checked now rather than mid-episode
+            value = stack.pop()
+            if isinstance(value, str) and "{" in value:
+                check_template(value, f"{path}:{n}")
+            elif isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
         names = allowed_tools if allowed_tools is not None else tuple(TOOLS)
         if data["tool"] not in names:
             raise ScenarioError(f"{path}:{n}: unknown tool {data['tool']!r}; allowed: {', '.join(names)}.")
@@ -140,8 +193,37 @@ def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tupl
 def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapshot: str | None = None) -> Scenario:
     """Load and validate the scenario in ``directory``; any problem is a ScenarioError naming the file.
 
+    task.json is checked against the published schema (``simworld/schemas/task.schema.json``)
+    and by the semantic checks a schema cannot express (ids that exist in the snapshot,
+    ``requires`` bounds with min <= max, weights not all 0, a step DAG without cycles).
+    Whatever is wrong, the error is one line naming the file and the key: never a traceback.
+
     ``snapshot`` runs the scenario on another world (e.g. ``large``) than its task.json names.
     """
+    task_path = directory / "task.json"
+    problem = _schema_problem(task_path)
+    if problem:
+        raise _fail(task_path, problem)
+    try:
+        return _load_scenario(directory, loader, snapshot)
+    except SimworldError:
+        raise
+    except Exception as exc:  # never a traceback: a shape no check foresaw is still one line naming the file
+        raise _fail(task_path, f"cannot load ({type(exc).__name__}: {exc})") from None
+
+
+def _schema_problem(task_path: Path) -> str | None:
+    """The first way task.json breaks the published schema, with where to read the format; None if it fits."""
+    try:
+        data = orjson.loads(task_path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    problem = first_error(data, load_schema("task.schema.json"), root="task.json")
+    return f"{problem}; the format is simworld/schemas/task.schema.json (README: Writing a scenario)" if problem \
+        else None
+
+
+def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str | None) -> Scenario:
     loader = loader or SnapshotLoader()
     task_path = directory / "task.json"
     try:
@@ -203,7 +285,13 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapsho
 
     prompt_path = directory / "prompt.md"
     if prompt_path.exists():
-        prompt = prompt_path.read_text(encoding="utf-8").strip()
+        if prompt_path.stat().st_size > MAX_PROMPT_BYTES:
+            raise _fail(prompt_path, f"{prompt_path.stat().st_size:,} bytes; a request may hold at most "
+                                     f"{MAX_PROMPT_BYTES:,} (64 KiB).")
+        try:
+            prompt = prompt_path.read_text(encoding="utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise _fail(prompt_path, f"not UTF-8 text (byte {exc.start}); save the request as UTF-8.") from None
     elif isinstance(data.get("prompt"), str):
         prompt = data["prompt"]
     else:

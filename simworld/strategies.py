@@ -13,22 +13,30 @@ Every strategy leans towards the values that break billing code: totals that do 
 divide evenly, anchor days 28 to 31, 29 February, the days clocks change, and 0- and
 3-decimal currencies. Seeds are dev seeds only (never the holdout range), so a probe
 never tunes an agent on holdout.
+
+:func:`world_params` draws a scenario's world parameters themselves rather than a
+seed, so a failing world shrinks to a simpler one (USD, year shift 0, no jitter, the
+plan's own anchor day, the smallest amounts; the order is documented in
+:mod:`simworld.perturb`) instead of to another arbitrary seed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
 from simworld.dates import days_in_month
 from simworld.money import EXPONENTS, Money
+from simworld.perturb import Draws
 from simworld.splits import HOLDOUT_BASE
 
 __all__ = ["amounts", "anchor_days", "currencies", "dates", "dst_instants", "instalment_counts", "money",
-           "scenario_instances", "seeds", "worlds"]
+           "scenario_instances", "seeds", "world_params", "worlds"]
+
+T = TypeVar("T")
 
 #: Divisors that leave remainders in everyday splits.
 _AWKWARD = (3, 6, 7, 9, 11, 12)
@@ -121,3 +129,36 @@ def worlds(scenarios: Sequence[Any] | None = None) -> st.SearchStrategy[tuple[An
 
         scenarios = load_suite()
     return st.tuples(st.sampled_from(list(scenarios)), seeds()).map(lambda t: (t[0], t[1], t[0].instance(t[1])))
+
+
+class _HypothesisDraws(Draws):
+    """Draws from hypothesis, each choice ordered simplest first so that shrinking simplifies the world."""
+
+    def __init__(self, draw: Callable[[st.SearchStrategy[Any]], Any]) -> None:
+        super().__init__()
+        self.draw = draw
+
+    def _choice(self, name: str, options: list[T], simpler: Callable[[T], Any] | None) -> T:
+        ordered = sorted(options, key=simpler) if simpler is not None else options  # stable: ties as listed
+        return self.draw(st.sampled_from(ordered))
+
+    def _integer(self, name: str, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+
+def world_params(scenario: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """A scenario's world parameters, drawn one by one: ``{"year_shift": 0, "currency": "USD", ...}``.
+
+    Pin a world with ``scenario.at_world(params)``. Unlike a seed, which maps to its
+    world through a hash, each parameter shrinks towards the simplest value that
+    still fails: USD, year shift 0, the plan's own anchor day, no premium jitter, no
+    awkward remainder, the first choice and the smallest amount of each param.
+    """
+
+    @st.composite
+    def draw_world(draw: st.DrawFn) -> dict[str, Any]:
+        draws = _HypothesisDraws(draw)
+        scenario.perturbed(draws)
+        return draws.world
+
+    return draw_world()

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from simworld import strategies as sws
 from simworld.dates import days_in_month
-from simworld.money import EXPONENTS, Money
+from simworld.money import EXPONENTS, Money, exponent
 from simworld.scenario import load_suite
 from simworld.splits import HOLDOUT_BASE
 
@@ -115,3 +116,36 @@ class TestWorlds:
     def test_currencies_filter(self, data) -> None:
         """currencies([0]) gives only zero-decimal currencies."""
         assert EXPONENTS[data.draw(sws.currencies([0]))] == 0
+
+
+class TestWorldParams:
+    PREMIUM = load_suite(None, ["premium-increase-midterm"])[0]
+
+    @settings(max_examples=30, deadline=None)
+    @given(sws.world_params(SPLIT))
+    def test_drawn_parameters_pin_a_valid_world(self, world) -> None:
+        """Drawn parameters are exactly what the scenario draws, and pin a world without complaint."""
+        assert SPLIT.at_world(world).world == world
+
+    def test_the_simplest_world_comes_first(self) -> None:
+        """Shrunk unconditionally: USD, year 0, the plan's own anchor day, no jitter, the smallest param amount."""
+        assert find(sws.world_params(self.PREMIUM), lambda w: True) == {
+            "year_shift": 0, "anchor_day": 1, "currency": "USD", "jitter": 0, "extra_units": 0,
+            "params": {"increase": "150.00"}}
+
+    def test_each_choice_shrinks_towards_simpler(self) -> None:
+        """Forced away from the simplest, each parameter stops at the next simplest value."""
+        worlds = sws.world_params(self.PREMIUM)
+        assert find(worlds, lambda w: w["currency"] != "USD")["currency"] == "EUR"  # 2 decimals, then 0, then 3
+        assert find(worlds, lambda w: exponent(w["currency"]) == 3)["currency"] == "KWD"
+        assert find(worlds, lambda w: w["currency"] == "JPY")["currency"] == "JPY"
+        assert find(worlds, lambda w: w["year_shift"] != 0)["year_shift"] == 1
+        assert find(worlds, lambda w: w["year_shift"] < 0)["year_shift"] == -1
+        assert find(worlds, lambda w: w["anchor_day"] > 20)["anchor_day"] == 28
+        assert find(worlds, lambda w: w["jitter"] > 100)["jitter"] == 101
+        usd_200 = find(worlds, lambda w: w["currency"] == "USD" and Decimal(w["params"]["increase"]) >= 200)
+        assert usd_200["params"]["increase"] == "200.00"
+
+    def test_seeds_never_shrink_the_world(self) -> None:
+        """For contrast: a seed's world is a hash of it, so seed 0's world is not the simplest one."""
+        assert SPLIT.instance(0).world != find(sws.world_params(SPLIT), lambda w: True)
