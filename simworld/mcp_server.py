@@ -73,11 +73,10 @@ from simworld.mcp_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check
 from simworld.rundir import EVENTS, RESULTS, ResultsFile
 from simworld.runner import (
     event_file_name,
+    finish_episode,
     graded_line,
     harness_line,
-    run_post_hooks,
     simworld_version,
-    write_event_file,
 )
 from simworld.scenario import Scenario
 from simworld.splits import effective_seed
@@ -252,15 +251,8 @@ class EpisodeSession:
         except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
             line = harness_line(scenario.id, seed, trial, episode.agent, episode,
                                 "while grading: " + describe_exception(exc, frames=True))
-        line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
+        finish_episode(scenario, episode, line, out, trial)
         if out is not None:
-            try:
-                write_event_file(out / EVENTS / event_file_name(scenario.id, seed, trial), scenario, episode, trial,
-                                 line["harness_error"])
-            except Exception as exc:
-                if line["harness_error"] is None:
-                    line["harness_error"] = "while writing the event file: " + describe_exception(exc, frames=True)
-                    line["passed"] = False
             try:
                 with ResultsFile(out / RESULTS) as results:
                     results.append(canonical_bytes(line) + b"\n")

@@ -437,16 +437,23 @@ def run_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Pat
         line = harness_line(scenario.id, seed, trial, agent_name, episode,
                             f"while {stage}: " + describe_exception(exc, frames=True))
     if episode is not None:
-        line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
-        if out is not None:
-            try:
-                write_event_file(out / EVENTS / event_file_name(scenario.id, seed, trial), scenario, episode, trial,
-                                 line["harness_error"])
-            except Exception as exc:
-                if line["harness_error"] is None:
-                    line["harness_error"] = "while writing the event file: " + describe_exception(exc, frames=True)
-                    line["passed"] = False
+        finish_episode(scenario, episode, line, out, trial)
     return line
+
+
+def finish_episode(scenario: Scenario, episode: Episode, line: dict[str, Any], out: Path | None, trial: int) -> None:
+    """Run the post_run hooks on a graded line and write the episode's event file; a failure to write is the
+    line's ``harness_error`` (the line itself is appended by the caller)."""
+    line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
+    if out is None:
+        return
+    try:
+        write_event_file(out / EVENTS / event_file_name(scenario.id, episode.seed, trial), scenario, episode, trial,
+                         line["harness_error"])
+    except Exception as exc:
+        if line["harness_error"] is None:
+            line["harness_error"] = "while writing the event file: " + describe_exception(exc, frames=True)
+            line["passed"] = False
 
 
 def harness_line(scenario_id: str, seed: int, trial: int, agent: str, episode: Episode | None,
