@@ -3,10 +3,11 @@
 Checked on every plan the episode changed, so drift is caught even where no exact
 expectation was written:
 
-- ``conservation``: the plan's non-cancelled instalments sum to their initial total plus
-  the pro-rata change of every premium change recorded in the episode (act/365 fixed,
-  rounded once), or, when that would take the unpaid balance below zero, the unpaid
-  instalments are zero and the excess is a credit;
+- ``conservation``: the plan's non-cancelled instalments, less the credit its schedules
+  granted (a negative credit is credit used), sum to their initial total plus the
+  pro-rata change of every premium change recorded in the episode (days remaining over
+  the days of the actual term, rounded once); a credit is granted only when nothing is
+  left unpaid (a decrease beyond the balance);
 - ``whole_minor_units``: every amount is in the plan's currency (whole minor units by
   construction);
 - ``no_negative_amounts``: no negative amount and no zero instalment still owed;

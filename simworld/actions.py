@@ -17,7 +17,7 @@ nor a ``repr`` of it: only its type, its size and its path.
 
 Besides JSON's own types an action may hold what a Python agent naturally writes and
 what orjson already serialised before these checks existed: ``tuple`` (as a list),
-``Decimal`` (as its decimal text, so an amount reaches the money parser exactly),
+``Decimal`` (as its decimal text in plain notation, so an amount reaches the money parser exactly),
 ``date``, ``datetime``, ``time`` and ``UUID`` (as their ISO or hex text), enum members
 (as their value) and subclasses of ``str``, ``int``, ``float``, ``dict`` and ``list``
 (read through the base type, so an overridden method is never called). An integer
@@ -191,7 +191,11 @@ def _walk(value: Any, root: str) -> tuple[Any, str | None]:
             digits = len(Decimal.as_tuple(v).digits)
             if digits > MAX_INT_DIGITS:
                 return None, _problem(root, path, f"a Decimal of {digits} digits; at most {MAX_INT_DIGITS} digits")
-            into[slot] = Decimal.__str__(v)  # the decimal text reaches the money parser exactly
+            # The decimal text reaches the money parser exactly, in plain notation (Decimal('1E+3') as
+            # '1000', the form amounts are published in) unless that would be absurdly long.
+            exp = Decimal.as_tuple(v).exponent
+            plain = isinstance(exp, int) and exp >= -MAX_INT_DIGITS and Decimal.adjusted(v) < MAX_INT_DIGITS
+            into[slot] = Decimal.__format__(v, "f") if plain else Decimal.__str__(v)
         elif issubclass(t, (dict, list, tuple)):
             if id(v) in open_containers:
                 return None, _problem(root, path, "the value contains itself; JSON cannot hold a cycle")

@@ -25,6 +25,8 @@ __all__ = [
     "is_business_day",
     "local_date",
     "months_between",
+    "next_due_date",
+    "one_year_term_end",
     "parse_date",
     "roll",
     "schedule_dates",
@@ -70,6 +72,24 @@ def schedule_dates(first: date, anchor_day: int, count: int) -> list[date]:
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise DateError(f"Expected count as an int >= 0 but got count={count!r}.")
     return [due_date(*add_months(first.year, first.month, i), anchor_day) for i in range(count)]
+
+
+def next_due_date(day: date, anchor_day: int) -> date:
+    """Return the first due date for ``anchor_day`` on or after ``day`` (in ``day``'s month or the next)."""
+    due = due_date(day.year, day.month, anchor_day)
+    return due if due >= day else due_date(*add_months(day.year, day.month, 1), anchor_day)
+
+
+def one_year_term_end(start: date) -> date:
+    """Return the last day of a one-year term starting on ``start``: the day before its anniversary.
+
+    The term holds 365 days, or 366 when it spans a 29 February. A term starting on
+    29 February has its anniversary on 1 March of a common year, so it ends on 28 February.
+    """
+    year = start.year + 1
+    if start.month == 2 and start.day == 29 and days_in_month(year, 2) == 28:
+        return date(year, 2, 28)
+    return date(year, start.month, start.day) - timedelta(days=1)
 
 
 def months_between(start: date, end: date) -> int:

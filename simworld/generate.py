@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
-from simworld.dates import roll, schedule_dates
+from simworld.dates import one_year_term_end, roll, schedule_dates
 from simworld.models import Customer, Fee, Instalment, Payment, Plan, Policy
 from simworld.money import Money, allocate
 from simworld.snapshot import Snapshot, dump_snapshot
@@ -52,7 +52,7 @@ def _policy(tables: dict[str, dict[str, object]], rng: random.Random, cid: str, 
     premium = Money(premium.minor + rng.randint(0, 99 if premium.exponent else 0), currency)
     start = today - timedelta(days=rng.randint(0, 330))
     start = start.replace(day=1) if rng.random() < 0.5 else start
-    end = date(start.year + 1, start.month, min(start.day, 28)) - timedelta(days=1)
+    end = one_year_term_end(start)  # a full year: 365 days, or 366 across a 29 February
     pid, plid = f"pol_{key}", f"pln_{key}"
     tables["policies"][pid] = Policy(pid, cid, rng.choice(_PRODUCTS), currency, start, end, premium)
     anchor = rng.choice([1, 5, 10, 15, 20, 28, 29, 30, 31])

@@ -3,18 +3,20 @@
 DOMAIN.md's invariants, over any seed and any sequence of calls:
 
 ====================  ======================================================================
-``conservation``       non-cancelled instalments sum to the plan's total after adjustments
-                       (pro-rata premium changes, rounded once); a decrease beyond the unpaid
-                       balance leaves nothing owed and the excess as a credit
+``conservation``       non-cancelled instalments, less the credit schedules granted, sum to the
+                       plan's total after adjustments (pro-rata premium changes by the days of
+                       the actual term, rounded once, see :mod:`simworld.premium`); a credit is
+                       granted only when nothing is left owed (a decrease beyond the balance)
 ``whole_minor_units``  every amount is a whole number of minor units of the plan's currency
 ``no_negative``        no negative amount; no zero instalment still owed
 ``paid_unchanged``     paid instalments are unchanged; partially paid ones change only by payment
 ``even_split``         a re-split's parts are ⌊B/N⌋ or ⌈B/N⌉, the larger ones together at one end
 ``schedule_order``     seq contiguous from 1, due dates strictly increasing, all within the term
 ``anchor_dates``       every unpaid due date is the anchor day of its month, clamped to the month end
+                       (or, for the last instalment only, the term end)
 ``transitions``        statuses move only along allowed transitions; nothing leaves paid or cancelled
 ``quiet_outcome``      decline, request_information and escalate leave the business state unchanged
-``refund_bounds``      earned + unearned = premium exactly; 0 <= refund <= what was received
+``refund_bounds``      earned + unearned = premium exactly; 0 <= refund <= the money paid in
 ``idempotency``        one payment per (plan, idempotency key)
 ``clock``              the simulated clock never goes back
 ====================  ======================================================================
@@ -35,6 +37,7 @@ import attrs
 from simworld.dates import days_in_month
 from simworld.models import LOCKED, UNPAID
 from simworld.money import Money
+from simworld.premium import cash_received, pro_rata_delta
 from simworld.state import State
 
 __all__ = ["INVARIANTS", "Violation", "check_episode", "check_plan", "even_split_problem"]
@@ -102,8 +105,6 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
             instalments of ``initial`` (enables even_split).
         even_split: Whether a re-split with an unchanged total must be an even split.
     """
-    from simworld.tools._read import pro_rata_delta
-
     out: list[Violation] = []
     before, after = initial.get("plans", plan_id), final.get("plans", plan_id)
     policy_before = initial.get("policies", after.policy_id)
@@ -140,22 +141,26 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
     if policy.status != "cancelled":
         expected = _total(before)
         for change in final.children("premium_changes", "policy_id", policy.id):
-            if initial.get("premium_changes", change.id) is None:
-                as_was = attrs.evolve(policy_before, annual_premium=change.old_premium)
-                delta, _ = pro_rata_delta(as_was, change.new_premium, change.effective_date)
-                expected = expected + delta
-        locked = sum((i.amount for i in after.instalments if i.status in LOCKED), Money.zero(after.currency))
+            prior_change = initial.get("premium_changes", change.id)
+            as_was = attrs.evolve(policy_before, annual_premium=change.old_premium)
+            delta, _ = pro_rata_delta(as_was, change.new_premium, change.effective_date)
+            if prior_change is not None:  # a change corrected since: only the correction is new
+                delta = delta - pro_rata_delta(as_was, prior_change.new_premium, change.effective_date)[0]
+            expected = expected + delta
+        # Credits a schedule granted (or used, negative) in between; a payment's excess is money received, not these.
+        granted = sum((c.amount for c in final.children("credits", "plan_id", plan_id)
+                       if c.granted and initial.get("credits", c.id) is None), Money.zero(after.currency))
         actual = _total(after)
-        if expected < locked:
-            new_credit = sum((c.amount for c in final.children("credits", "plan_id", plan_id)
-                              if initial.get("credits", c.id) is None), Money.zero(after.currency))
-            if actual != locked or new_credit != locked - expected:
-                bad("conservation", plan_id, f"instalments {actual}, credit {new_credit}; expected {locked} and a "
-                                             f"credit of {locked - expected}")
-        elif actual != expected:
-            drift = actual - expected
+        still_owed = sum((i.amount for i in after.instalments if i.status in UNPAID), Money.zero(after.currency))
+        if actual - granted != expected:
+            drift = actual - granted - expected
             sign = "+" if drift.minor > 0 else ""
-            bad("conservation", plan_id, f"instalments sum to {actual}, expected {expected} ({sign}{drift} drift)")
+            less = f" less {granted} of credit granted" if granted.minor else ""
+            bad("conservation", plan_id,
+                f"instalments sum to {actual}{less}, expected {expected} ({sign}{drift} drift)")
+        elif granted.minor > 0 and still_owed.minor > 0:
+            bad("conservation", plan_id, f"a credit of {granted} granted while {still_owed} is still owed: a "
+                                         "decrease lowers the instalments and credits only what exceeds them")
 
     owed_before = [i for i in before.instalments if i.status in UNPAID]
     owed_after = [i for i in after.instalments if i.status in UNPAID]
@@ -166,9 +171,13 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
         if why:
             bad("even_split", plan_id, why)
 
+    last_live = max((i.due_date for i in after.instalments if i.status != "cancelled"), default=None)
     for i in owed_after:
         day = min(after.anchor_day, days_in_month(i.due_date.year, i.due_date.month))
-        if i.due_date.day != day:
+        # The one exception: the last instalment may fall on the term end, where a premium increase on a
+        # paid-off plan is billed when no anchor date is left in the term.
+        on_term_end = i.due_date == policy.term_end == last_live
+        if i.due_date.day != day and not on_term_end:
             bad("anchor_dates", f"{plan_id}#{i.seq}", f"due {i.due_date}, but anchor day {after.anchor_day} "
                                                      f"gives day {day} of that month")
     seqs = [i.seq for i in after.instalments]
@@ -211,10 +220,7 @@ def check_episode(episode: Any, *, even_split: bool = True,
         if table == "policies" and final.get(table, rid) is not initial.get(table, rid):
             policy = final.get(table, rid)
             if policy.refund is not None:
-                paid = Money.zero(policy.currency)
-                for plan in final.children("plans", "policy_id", policy.id):
-                    paid = sum((i.paid_amount for i in plan.instalments), paid)
-                    paid = sum((c.amount for c in final.children("credits", "plan_id", plan.id)), paid)
+                paid = cash_received(final, policy)
                 if not Money.zero(policy.currency) <= policy.refund <= paid:
                     out.append(Violation("refund_bounds", policy.id, f"refund {policy.refund} outside 0..{paid}"))
     # Only plans that got a payment in this episode can break it; look them up through the index.

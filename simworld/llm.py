@@ -39,7 +39,6 @@ import os
 import time
 import weakref
 from collections import deque
-from decimal import Decimal
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -293,8 +292,10 @@ class OpenAIAgent:
             elif not isinstance(arguments, str):
                 arguments = "{}" if arguments is None else str(arguments)
             try:
-                # Decimal keeps an amount the model wrote exactly; the world records it as its decimal text.
-                args: Any = json.loads(arguments, parse_float=Decimal) if arguments.strip() else {}
+                # A JSON number becomes a double here as on every other path (orjson for cmd: and scripted:,
+                # the MCP SDK, a Python agent's float), so an amount means the same whichever way it came:
+                # the money parser reads a double only where it is exact and asks for a string beyond.
+                args: Any = json.loads(arguments) if arguments.strip() else {}
             except (ValueError, RecursionError):  # not JSON, or nested past what json's parser will recurse
                 args = arguments  # the world answers with an argument error the model can read
             call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else \

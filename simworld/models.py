@@ -74,7 +74,7 @@ class Policy:
     term_end: date
     annual_premium: Money
     status: Literal["active", "cancelled"] = "active"
-    proration: str = "act/365f"
+    proration: str = "act/term"
     cancelled_on: date | None = None
     refund: Money | None = None
 
@@ -140,7 +140,7 @@ class Fee:
 
 @attrs.frozen
 class Credit:
-    """Unapplied money on a plan (an overpayment or a premium decrease)."""
+    """Unapplied money on a plan (an overpayment or a premium decrease); a negative one records credit used."""
 
     table: ClassVar[str] = "credits"
     id: str
@@ -148,6 +148,11 @@ class Credit:
     currency: str
     amount: Money
     reason: str
+
+    @property
+    def granted(self) -> bool:
+        """Whether a schedule (set_schedule) granted this credit, or used credit (negative), not a payment's excess."""
+        return self.id.startswith(f"cr-{self.plan_id}-schedule-")
 
 
 @attrs.frozen

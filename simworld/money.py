@@ -9,6 +9,7 @@ exactly, to the minor unit.
 from __future__ import annotations
 
 import decimal
+import math
 import re
 from collections.abc import Sequence
 from decimal import Decimal
@@ -20,7 +21,9 @@ import attrs
 from simworld.errors import MoneyError
 
 __all__ = [
+    "AMOUNT_PATTERN",
     "EXPONENTS",
+    "MAX_EXPONENT",
     "MAX_MAJOR_DIGITS",
     "Money",
     "Remainder",
@@ -29,6 +32,8 @@ __all__ = [
     "convert",
     "exponent",
     "format_minor",
+    "max_float_major",
+    "max_minor",
     "parse_minor",
 ]
 
@@ -49,11 +54,21 @@ EXPONENTS: dict[str, int] = {
 
 #: Amounts with more integer digits than this are refused as absurd.
 MAX_MAJOR_DIGITS = 15
+#: The most decimals any known currency has.
+MAX_EXPONENT = max(EXPONENTS.values())
+
+#: The language of an amount as text, published as the ``pattern`` of every amount in the
+#: tools' JSON schemas and accepted by :func:`parse_minor`, exactly: an optional minus, 1 to
+#: ``MAX_MAJOR_DIGITS`` ASCII digits, and optionally a point and 1 to ``MAX_EXPONENT`` digits.
+#: No plus sign, exponent, bare point, grouping or surrounding space. Read with JSON Schema's
+#: (ECMA-262) semantics: ``$`` is the end of the text, so :func:`parse_minor` uses ``fullmatch``.
+AMOUNT_PATTERN = rf"^-?[0-9]{{1,{MAX_MAJOR_DIGITS}}}(\.[0-9]{{1,{MAX_EXPONENT}}})?$"
 
 Remainder = Literal["first", "last"]
 
-# ASCII decimal text only: Decimal() alone would accept "1_000", " 12 " and non-ASCII digits.
-_DECIMAL_TEXT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$", re.ASCII)
+_AMOUNT_TEXT = re.compile(AMOUNT_PATTERN, re.ASCII)
+# The same shape without the size limits, to say which limit a plain decimal string broke.
+_DIGITS_TEXT = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?", re.ASCII)
 
 # Parsing context: enough precision for any amount we accept, and traps so that
 # nothing is ever rounded behind our back.
@@ -69,16 +84,40 @@ def exponent(currency: str) -> int:
         raise MoneyError(f"Unknown currency {currency!r}; expected one of {known}.") from None
 
 
-def parse_minor(value: object, currency: str, *, name: str = "amount") -> int:
-    """Parse ``value`` into an integer number of minor units of ``currency``.
+def max_minor(currency: str) -> int:
+    """The largest number of minor units of ``currency`` an amount may have (15 integer digits)."""
+    return 10 ** (MAX_MAJOR_DIGITS + exponent(currency)) - 1
 
-    Accepts a decimal string (``"333.34"``, ``"-5"``), an ``int``, a ``Decimal``, or
-    a ``float`` read through its shortest decimal text (``333.34`` → ``"333.34"``),
-    which is how a JSON number arrives. Never rounds.
+
+def max_float_major(currency: str) -> int:
+    """JSON numbers (floats) of ``currency`` must be below this many major units to be read.
+
+    Below it, every amount of the currency has at most 15 significant digits, which an
+    IEEE double holds exactly, so the float's shortest text is the number that was written.
+    """
+    return 10 ** (MAX_MAJOR_DIGITS - exponent(currency))
+
+
+def parse_minor(value: object, currency: str, *, name: str = "amount") -> int:
+    """Parse ``value`` into an integer number of minor units of ``currency``. Never rounds.
+
+    Accepts:
+
+    - a string in the language of :data:`AMOUNT_PATTERN` (``"333.34"``, ``"-5"``), the
+      pattern the tools' schemas publish, and nothing else;
+    - an ``int``, a whole number of major units (a JSON integer);
+    - a ``float`` (how a JSON number with a fraction or an exponent arrives from every
+      transport, and what a Python agent's float is), read through its shortest decimal
+      text (``333.34`` → ``"333.34"``), below :func:`max_float_major` only: there the text
+      is the number that was written; above it a double may already have lost digits
+      (``500000000000000.01`` arrives as ``500000000000000.0``), so it is refused, asking
+      for a decimal string;
+    - a finite ``Decimal``, exactly.
 
     Raises:
-        MoneyError: on a bool, NaN, an infinity, a malformed string, more decimals
-            than the currency has, or more than ``MAX_MAJOR_DIGITS`` integer digits.
+        MoneyError: on a bool, NaN, an infinity, a string outside the pattern, more
+            decimals than the currency has, more than ``MAX_MAJOR_DIGITS`` integer
+            digits, a float too large to be exact, or any other type.
     """
     exp = exponent(currency)
     if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
@@ -86,20 +125,42 @@ def parse_minor(value: object, currency: str, *, name: str = "amount") -> int:
             f"Expected {name} as a decimal string such as '12.34' but got {name}={value!r} "
             f"(type={type(value).__name__})."
         )
-    text = repr(value) if isinstance(value, float) else str(value)
-    text = text.strip()
-    if not _DECIMAL_TEXT.match(text):
-        raise MoneyError(f"Expected {name} as a decimal string such as '12.34' but got {name}={value!r}.")
-    try:
-        amount = Decimal(text)
-    except decimal.InvalidOperation:
-        raise MoneyError(f"Expected {name} as a decimal string such as '12.34' but got {name}={value!r}.") from None
-    if not amount.is_finite():
-        raise MoneyError(f"Expected a finite {name} but got {name}={value!r}.")
+    absurd = MoneyError(f"Amount {name}={_shown(value)} is absurdly large; at most {MAX_MAJOR_DIGITS} integer "
+                        "digits are accepted.")
+    if isinstance(value, str):
+        if not _AMOUNT_TEXT.fullmatch(value):
+            digits = _DIGITS_TEXT.fullmatch(value)
+            if digits is not None and len(digits.group(1)) > MAX_MAJOR_DIGITS:
+                raise absurd
+            if digits is not None:  # only the decimals are too many, more than any currency has
+                raise MoneyError(f"Amount {name}={value!r} has more decimals than {currency} allows ({exp}); "
+                                 "round it yourself, once, before sending it.")
+            raise MoneyError(f"Expected {name} as a decimal string such as '12.34' (an optional minus, digits, and "
+                             f"at most {MAX_EXPONENT} decimals after a point; no plus sign, exponent or spaces) "
+                             f"but got {name}={value!r}.")
+        amount = Decimal(value)
+    elif isinstance(value, int):
+        if abs(value) >= 10**MAX_MAJOR_DIGITS:  # compared before str(), which refuses past 4300 digits
+            raise absurd
+        amount = Decimal(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise MoneyError(f"Expected a finite {name} but got {name}={value!r}.")
+        amount = Decimal(repr(value))
+        if abs(amount) >= max_float_major(currency):
+            if amount and amount.adjusted() >= MAX_MAJOR_DIGITS:
+                raise absurd
+            raise MoneyError(
+                f"Amount {name}={value!r} arrived as a JSON number too large to be exact: a double holds 15 "
+                f"significant digits, so {currency} numbers must be below {max_float_major(currency)}; "
+                "send the amount as a decimal string such as '12.34'."
+            )
+    else:
+        amount = value
+        if not amount.is_finite():
+            raise MoneyError(f"Expected a finite {name} but got {name}={value!r}.")
     if amount and amount.adjusted() >= MAX_MAJOR_DIGITS:
-        raise MoneyError(
-            f"Amount {name}={value!r} is absurdly large; at most {MAX_MAJOR_DIGITS} integer digits are accepted."
-        )
+        raise absurd
     try:
         minor = _CONTEXT.multiply(amount, Decimal(10) ** exp)
         integral = _CONTEXT.to_integral_exact(minor)
@@ -111,6 +172,13 @@ def parse_minor(value: object, currency: str, *, name: str = "amount") -> int:
     if integral != minor:  # pragma: no cover - to_integral_exact traps first
         raise MoneyError(f"Amount {name}={value!r} has more decimals than {currency} allows ({exp}).")
     return int(integral)
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, except for an integer too long to show (``repr`` refuses past 4300 digits)."""
+    if isinstance(value, int) and abs(value) >= 10**40:
+        return f"<an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits>"
+    return repr(value)
 
 
 def format_minor(minor: int, currency: str) -> str:

@@ -41,16 +41,27 @@ DEFAULT_POLICY: dict[str, Any] = {
                  "due date stays within the term and no instalment is below {min_instalment}."},
         {"id": "allocate_once", "enforcement": "agent",
          "text": "Money is allocated once, from the exact total, to the minor unit: never scale and round each "
-                 "instalment. The remainder unit goes to the first or the last instalment, as the plan says; "
+                 "instalment. Splitting B minor units into N instalments gives each B div N; the B mod N leftover "
+                 "units go one each to the first instalments or one each to the last ones, as the plan says; "
                  "both are valid when it says either."},
         {"id": "due_day", "enforcement": "agent",
          "text": "Due day d means min(d, days in the month), derived from the anchor day for every month, never by "
                  "adding a month to the previous due date. At most {due_day_changes_per_term} due-day change per "
                  "term."},
         {"id": "pro_rata", "enforcement": "agent",
-         "text": "A mid-term premium change is pro-rated by days, act/365 fixed, rounded once, then allocated over "
-                 "the unpaid instalments. If it exceeds the unpaid balance, no instalment goes negative: the "
-                 "excess becomes a credit."},
+         "text": "Pro-rata is by the days of the actual term (365, or 366 with a 29 February). A mid-term premium "
+                 "change is (new - old annual premium) x days from the effective date through the term end / days "
+                 "in the term, so from the first day of the term it is exactly the annual difference; rounded "
+                 "once (half to even), then allocated over the unpaid instalments. No instalment is left at zero: "
+                 "where that would happen, the new unpaid balance is split evenly instead, over fewer instalments "
+                 "(the earliest) when it has fewer minor units than there are instalments. If a decrease exceeds "
+                 "the unpaid balance, no "
+                 "instalment goes negative: the excess becomes a credit. If the plan is paid off, an increase is "
+                 "paid from the plan's credit first, the rest as one new instalment on the next anchor date in the "
+                 "term (or the term end). Premium earned at "
+                 "a cancellation is piecewise over the premium's history: each annual premium x the days it was "
+                 "in force before the cancel date / days in the term, summed and rounded once; the refund is the "
+                 "money paid in beyond it (a credit from a premium decrease is not money paid in)."},
         {"id": "fee_waiver", "enforcement": "agent",
          "text": "You may waive at most {waivers_per_12_months} fee per customer in any 12 months, up to "
                  "{waiver_authority}. A larger fee must be escalated; it stays open."},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import calendar
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -76,6 +78,19 @@ class TestLargeWorld:
         assert 1_500_000 < len(a) < 3_000_000
         assert a == (ROOT / "snapshots" / "large.json").read_bytes(), \
             "snapshots/large.json is stale: run simworld generate --customers 500 --seed 1 --out snapshots/large.json"
+
+    def test_every_generated_term_is_a_full_year(self) -> None:
+        """Regression: terms starting on the 29th to 31st ended 1 to 3 days short; each runs to its anniversary."""
+        large = SnapshotLoader().load(bundled_root() / "snapshots" / "large.json")
+        policies = list(large.base.tables["policies"].values())
+        late_starts = [p for p in policies if p.term_start.day > 28]
+        assert late_starts  # the generator does start terms on the 29th, 30th and 31st
+        for policy in policies:
+            days = (policy.term_end - policy.term_start).days + 1
+            assert days == (366 if calendar.isleap(policy.term_start.year + (policy.term_start.month > 2)) else 365), \
+                policy.id
+            assert policy.term_end + timedelta(days=1) == date(policy.term_start.year + 1, policy.term_start.month,
+                                                                policy.term_start.day), policy.id
 
     def test_large_world_is_bigger_and_loads(self) -> None:
         """The large snapshot holds the small one's records plus hundreds of customers."""

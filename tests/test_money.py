@@ -9,6 +9,7 @@ into parts that sum to it exactly (DOMAIN.md "Rounding and date drift", invarian
 from __future__ import annotations
 
 import math
+import re
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
@@ -19,15 +20,19 @@ from hypothesis import strategies as st
 
 from simworld.errors import MoneyError, SimworldError
 from simworld.money import (
+    AMOUNT_PATTERN,
     EXPONENTS,
+    MAX_EXPONENT,
     MAX_MAJOR_DIGITS,
     Money,
     allocate,
     allocate_ratios,
     exponent,
     format_minor,
+    max_float_major,
     parse_minor,
 )
+from simworld.tools import TOOLS
 
 CURRENCIES = sorted(EXPONENTS)
 currencies = st.sampled_from(CURRENCIES)
@@ -100,9 +105,7 @@ class TestParseMinor:
             ("-0", "USD", 0),
             ("1.5", "USD", 150),
             ("1.000", "USD", 100),
-            ("+2.10", "EUR", 210),
-            ("1E+2", "USD", 10000),
-            ("  12.34\n", "USD", 1234),
+            ("2.10", "EUR", 210),
             ("100000", "JPY", 100000),
             ("10.000", "KWD", 10000),
             ("0.007", "KWD", 7),
@@ -111,7 +114,7 @@ class TestParseMinor:
         ],
     )
     def test_decimal_strings(self, value: str, currency: str, expected: int) -> None:
-        """Decimal strings (signs, trailing zeros, exponents, surrounding whitespace) parse exactly."""
+        """Decimal strings (a minus sign, trailing zeros up to three decimals) parse exactly."""
         assert parse_minor(value, currency) == expected
 
     @pytest.mark.parametrize(
@@ -186,7 +189,9 @@ class TestParseErrors:
             ("1.5", "JPY"),
             ("0.5", "KRW"),
             ("0.0001", "KWD"),
-            ("1e-30", "USD"),
+            ("1.0000000000000000000000000000001", "USD"),
+            ("1.0000", "USD"),
+            (1e-30, "USD"),
             (2.675, "USD"),
             (0.1 + 0.2, "USD"),
         ],
@@ -229,17 +234,18 @@ class TestParseErrors:
 
     @pytest.mark.parametrize(
         "value",
-        ["", "   ", "1,000.00", "1_000", "1 000", "12.34.56", "$5", "five", "0x10", "1.2e", "--1"],
+        ["", "   ", "1,000.00", "1_000", "1 000", "12.34.56", "$5", "five", "0x10", "1.2e", "--1",
+         "1e3", "1E+2", "+12", "+2.10", ".5", "5.", " 12 ", "  12.34\n", "12\n", "-", "\u0661\u0662"],
     )
     def test_malformed_strings(self, value: str) -> None:
-        """Empty, grouped, underscored, spaced or otherwise malformed strings are refused."""
+        """Empty, grouped, signed with +, exponents, bare points, spaces, non-ASCII digits: all refused."""
         with pytest.raises(MoneyError, match="decimal string"):
             parse_minor(value, "USD")
 
     @pytest.mark.parametrize(
         ("value", "currency"),
         [
-            ("1e20", "USD"),
+            ("100000000000000000000", "USD"),
             (1e20, "USD"),
             (10**15, "USD"),
             ("1000000000000000", "JPY"),
@@ -300,6 +306,125 @@ class TestParseErrors:
         """Money.parse forwards the argument name into the error message."""
         with pytest.raises(MoneyError, match=r"fee='1\.005'"):
             Money.parse("1.005", "USD", name="fee")
+
+
+def _published_patterns() -> list[str]:
+    """Every ``pattern`` the tools' JSON schemas publish, wherever it sits (nested ones too)."""
+    found: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "pattern" in node:
+                found.append(node["pattern"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for t in TOOLS.values():
+        walk(t.schema())
+    return found
+
+
+def _in_published_language(text: str) -> bool:
+    """The amount language written out by hand, without a regex: -?, 1 to 15 ASCII digits, then . and 1 to 3."""
+    body = text[1:] if text.startswith("-") else text
+    whole, point, fraction = body.partition(".")
+
+    def digits(s: str, most: int) -> bool:
+        return 1 <= len(s) <= most and all(c in "0123456789" for c in s)
+
+    return digits(whole, MAX_MAJOR_DIGITS) and (not point or digits(fraction, MAX_EXPONENT))
+
+
+#: Strings in, at the edge of, and far from the amount language.
+amount_texts = st.one_of(
+    st.from_regex(AMOUNT_PATTERN, fullmatch=True),
+    st.from_regex(r"[+-]?[0-9]{0,17}(\.[0-9]{0,5})?([eE][+-]?[0-9]{1,3})?", fullmatch=True),
+    st.text(alphabet="0123456789.-+eE _\n\t,\u0661", max_size=22),
+    st.text(max_size=8),
+)
+
+
+class TestAmountLanguage:
+    """The parser accepts exactly the language the tools' schemas publish for amounts."""
+
+    def test_every_amount_publishes_the_one_pattern(self) -> None:
+        """Every amount argument of every tool (set_schedule's nested ones too) publishes AMOUNT_PATTERN."""
+        patterns = _published_patterns()
+        amounts = sum(1 for t in TOOLS.values() for p in t.hints.values() if getattr(p, "__name__", "") == "Amount")
+        assert len(patterns) == amounts + 1  # + set_schedule's instalments[].amount
+        assert set(patterns) == {AMOUNT_PATTERN}
+
+    @pytest.mark.parametrize("text", ["1e3", "+12", ".5", "5.", " 12 ", "12\n", "1E+2", "0x10", "1_000"])
+    def test_forms_the_pattern_forbids_are_refused(self, text: str) -> None:
+        """Regression: "1e3", "+12", ".5", "5." and " 12 " were parsed although the published pattern forbids them."""
+        assert not re.fullmatch(AMOUNT_PATTERN, text)
+        with pytest.raises(MoneyError):
+            parse_minor(text, "KWD")
+
+    @settings(max_examples=600)
+    @given(amount_texts)
+    def test_parser_accepts_exactly_the_schema_language(self, text: str) -> None:
+        """For any string: in the published pattern (read as JSON Schema reads it) iff parse_minor accepts it.
+
+        In KWD, with the most decimals any currency has, the two are the same set; in USD and JPY
+        the parser accepts a subset of it: the pattern's strings whose decimals the currency has.
+        """
+        (pattern,) = set(_published_patterns())
+        # JSON Schema patterns are ECMA-262 regexes: "$" is the end of the text (Python's "$" also
+        # matches before a final newline, "\Z" does not).
+        in_schema = re.search(pattern.removesuffix("$") + r"\Z", text) is not None
+        assert in_schema == _in_published_language(text)
+        try:
+            parse_minor(text, "KWD")
+            accepted = True
+        except MoneyError:
+            accepted = False
+        assert accepted == in_schema
+        for currency in ("USD", "JPY"):
+            try:
+                minor = parse_minor(text, currency)
+            except MoneyError:
+                fraction = text.partition(".")[2]
+                assert not in_schema or fraction.rstrip("0") and len(fraction.rstrip("0")) > EXPONENTS[currency]
+            else:
+                assert in_schema and Decimal(minor).scaleb(-EXPONENTS[currency]) == Decimal(text)
+
+
+class TestJsonNumbers:
+    """A JSON number is a double on every path; it is read where a double is exact and refused beyond."""
+
+    @pytest.mark.parametrize(("value", "currency", "text", "minor"), [
+        (500000000000000.01, "USD", "500000000000000.01", 50000000000000001),
+        (12345678901234.567, "KWD", "12345678901234.567", 12345678901234567),
+        (10000000000000.0, "USD", "10000000000000.00", 1000000000000000),
+        (1000000000000.0, "KWD", "1000000000000.000", 1000000000000000),
+    ])
+    def test_a_number_a_double_cannot_hold_is_refused_not_rounded(self, value: float, currency: str, text: str,
+                                                                   minor: int) -> None:
+        """Regression: 500000000000000.01 became ...00 and 12345678901234.567 KWD ...566; both are refused now.
+
+        The same amounts as decimal strings are exact.
+        """
+        with pytest.raises(MoneyError, match="decimal string"):
+            parse_minor(value, currency)
+        assert parse_minor(text, currency) == minor
+
+    @given(currencies, st.data())
+    def test_every_number_below_the_bound_is_exact(self, currency: str, data: st.DataObject) -> None:
+        """Any amount below max_float_major, sent as a JSON number (a double), parses to exactly its minor units."""
+        bound = max_float_major(currency) * 10 ** EXPONENTS[currency]
+        minor = data.draw(st.one_of(st.integers(-bound + 1, bound - 1), st.sampled_from([bound - 1, 1 - bound])))
+        assert parse_minor(float(format_minor(minor, currency)), currency) == minor
+
+    @pytest.mark.parametrize("currency", CURRENCIES)
+    def test_bound_leaves_fifteen_significant_digits(self, currency: str) -> None:
+        """The bound is where an amount of the currency reaches 16 significant digits (a double holds 15)."""
+        assert max_float_major(currency) * 10 ** EXPONENTS[currency] == 10**15
+        with pytest.raises(MoneyError):
+            parse_minor(float(max_float_major(currency)), currency)
 
 
 class TestFormatMinor:

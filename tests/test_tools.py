@@ -103,7 +103,7 @@ def cancel_pol_001(world: World) -> None:
 
 
 def rounded_once(value: Decimal, exponent: int) -> Decimal:
-    """Round an exact amount once to the currency's minor unit (365 is odd, so no exact ties arise)."""
+    """Round an exact amount once to the currency's minor unit, half to even."""
     return value.quantize(Decimal(1).scaleb(-exponent), rounding=ROUND_HALF_EVEN)
 
 
@@ -307,13 +307,14 @@ class TestQuoteSplit:
 
 
 def _expected_premium_change(world: World, policy_id: str, new: str, effective: str) -> dict[str, Any]:
-    """The pro-rata delta, computed here independently: (new - old) x days / 365, rounded once."""
+    """The pro-rata delta, computed here independently: (new - old) x days / days in the term, rounded once."""
     policy = world.state.get("policies", policy_id)
     exp = EXPONENT[policy.currency]
     days = (policy.term_end - date.fromisoformat(effective)).days + 1  # through the term end, inclusive
+    in_term = (policy.term_end - policy.term_start).days + 1
     with localcontext() as ctx:
         ctx.prec = 60
-        exact = (Decimal(new) - Decimal(str(policy.annual_premium))) * days / Decimal(365)
+        exact = (Decimal(new) - Decimal(str(policy.annual_premium))) * days / Decimal(in_term)
     return {"days": days, "delta": rounded_once(exact, exp), "exp": exp}
 
 
@@ -340,7 +341,7 @@ class TestQuotePremiumChange:
            factor=st.integers(1, 400), offset=st.integers(0, 364), salt=st.integers(0, 999))
     def test_delta_matches_independent_decimal(self, make_world: Any, policy_id: str, factor: int, offset: int,
                                                salt: int) -> None:
-        """For any new premium and date in term, the delta is (new-old) x days/365 rounded once; totals hold."""
+        """For any new premium and date in term, the delta is (new-old) x days/days in term rounded once."""
         world = make_world()
         policy = world.state.get("policies", policy_id)
         exp = EXPONENT[policy.currency]
@@ -385,14 +386,15 @@ class TestQuotePremiumChange:
 
 
 class TestQuoteCancellation:
-    def test_refund_by_act_365(self, world: World) -> None:
-        """pol_001 cancelled 2026-04-20: 109 days earn 447.95; paid 500.00 so the refund is 52.05."""
+    def test_refund_by_the_days_of_the_term(self, world: World) -> None:
+        """pol_001 cancelled 2026-04-20: 109 of 365 days earn 447.95; paid 500.00 so the refund is 52.05."""
         h = world.state.hash
         result = ok(world, "quote_cancellation", {"policy_id": "pol_001", "cancel_date": "2026-04-20"}).result
         earned = rounded_once(Decimal("1500.00") * 109 / Decimal(365), 2)
         assert earned == Decimal("447.95")
-        assert result == {"policy_id": "pol_001", "currency": "USD", "days_elapsed": 109, "earned": "447.95",
-                          "unearned": "1052.05", "paid": "500.00", "refund": "52.05"}
+        assert result == {"policy_id": "pol_001", "currency": "USD", "days_elapsed": 109, "days_in_term": 365,
+                          "premium": "1500.00", "earned": "447.95", "unearned": "1052.05", "paid": "500.00",
+                          "refund": "52.05"}
         assert world.state.hash == h
 
     def test_refund_never_negative(self, world: World) -> None:
@@ -412,8 +414,8 @@ class TestQuoteCancellation:
         premium = Decimal(str(policy.annual_premium))
         assert Decimal(result["earned"]) + Decimal(result["unearned"]) == premium
         assert 0 <= Decimal(result["refund"]) <= Decimal(result["paid"])
-        days = (when - policy.term_start).days
-        assert Decimal(result["earned"]) == rounded_once(premium * days / Decimal(365), EXPONENT[policy.currency])
+        days, in_term = (when - policy.term_start).days, (policy.term_end - policy.term_start).days + 1
+        assert Decimal(result["earned"]) == rounded_once(premium * days / Decimal(in_term), EXPONENT[policy.currency])
 
     def test_cancel_date_outside_term_is_an_error(self, world: World) -> None:
         """A cancel date before the term start is a bad argument naming cancel_date."""
@@ -1035,6 +1037,71 @@ class TestDecline:
 
 
 # -- the adapter -------------------------------------------------------------------------------------------
+
+
+def _number_slots(schema: dict[str, Any], path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Where, in a tool's parameters, an integer or an amount goes (inside lists and objects too)."""
+    kind = schema.get("type")
+    if kind == "integer" or (kind == "string" and "pattern" in schema):
+        return [path]
+    if kind == "array":
+        return _number_slots(schema["items"], (*path, 0))
+    if kind == "object":
+        return [slot for key, sub in schema["properties"].items() for slot in _number_slots(sub, (*path, key))]
+    return []
+
+
+#: Every (tool, argument path) that takes an integer or an amount.
+NUMBER_SLOTS = [(name, slot) for name, t in sorted(TOOLS.items()) for slot in _number_slots(t.schema()["parameters"])]
+
+
+def _spelt(slot: tuple[str | int, ...]) -> str:
+    return "args" + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in slot)
+
+
+class TestHugeIntegers:
+    def test_the_slots_are_every_integer_and_amount(self) -> None:
+        """The walk finds every money and integer argument: 6 amounts and 3 integers, nested ones included."""
+        assert sorted(NUMBER_SLOTS) == [
+            ("apply_payment", ("amount",)), ("cancel_policy", ("refund_amount",)), ("change_due_day", ("day",)),
+            ("defer_instalment", ("seq",)), ("quote_premium_change", ("new_annual_premium",)),
+            ("quote_split", ("count",)), ("record_premium_change", ("new_annual_premium",)),
+            ("set_schedule", ("credit",)), ("set_schedule", ("instalments", 0, "amount"))]
+
+    @pytest.mark.parametrize(("name", "slot"), NUMBER_SLOTS, ids=[f"{n}:{_spelt(s)}" for n, s in NUMBER_SLOTS])
+    @pytest.mark.parametrize("value", [10**5000, -(10**5000), 10**40], ids=["5001-digits", "minus-5001", "41-digits"])
+    def test_refused_before_any_tool_runs(self, world: World, name: str, slot: tuple[str | int, ...],
+                                          value: int) -> None:
+        """Regression: an int of thousands of digits in any money or integer argument is an error naming where.
+
+        It once raised an uncaught ValueError out of str(); it is refused before the tool runs, the
+        state and the clock unchanged, and the value never shown.
+        """
+        args: Any = {k: ([dict(i) for i in v] if isinstance(v, list) else v) for k, v in VALID_CALLS[name].items()}
+        where = args
+        for step in slot[:-1]:
+            where = where[step]
+        where[slot[-1]] = value
+        before, now = world.state.hash, world.clock.now
+        event = world.call(name, args)
+        digits = len(str(abs(value))) if abs(value) < 10**4000 else 5001
+        assert (event.kind, event.status) == ("invalid", "error")
+        assert event.args == {"refused": f"{_spelt(slot)}: an integer of {digits} digits; at most 40 digits"}
+        assert (world.state.hash, world.clock.now) == (before, now)
+
+    @pytest.mark.parametrize(("name", "slot"), NUMBER_SLOTS, ids=[f"{n}:{_spelt(s)}" for n, s in NUMBER_SLOTS])
+    def test_forty_digits_reach_the_tool_as_an_argument_error(self, world: World, name: str,
+                                                              slot: tuple[str | int, ...]) -> None:
+        """An integer of 40 digits passes the action limits and comes back as the tool's own argument error."""
+        args: Any = {k: ([dict(i) for i in v] if isinstance(v, list) else v) for k, v in VALID_CALLS[name].items()}
+        where = args
+        for step in slot[:-1]:
+            where = where[step]
+        where[slot[-1]] = 10**40 - 1
+        before = world.state.hash
+        event = world.call(name, args)
+        assert event.status == "error" and event.kind != "invalid", event.result
+        assert world.state.hash == before
 
 
 class TestAdapter:

@@ -18,10 +18,12 @@ from typing import Any, Literal, NewType, get_args, get_origin
 import attrs
 
 from simworld.errors import ToolArgumentError
+from simworld.money import AMOUNT_PATTERN
 
 __all__ = ["Amount", "IsoDate", "Kind", "Tool", "tool"]
 
-#: A money amount: a decimal string such as "333.34" (a JSON number is read through its decimal text).
+#: A money amount: a decimal string such as "333.34" in the language of ``simworld.money.AMOUNT_PATTERN``
+#: (a JSON number is read through its shortest decimal text, where a double holds it exactly).
 Amount = NewType("Amount", str)
 #: A calendar date as ISO "YYYY-MM-DD".
 IsoDate = NewType("IsoDate", str)
@@ -41,7 +43,7 @@ _MISSING = object()
 def _schema_of(hint: Any, where: str) -> dict[str, Any]:
     if hint is Amount:
         return {"type": "string", "description": "A decimal amount in the plan's currency, e.g. '333.34'.",
-                "pattern": r"^-?[0-9]+(\.[0-9]+)?$"}
+                "pattern": AMOUNT_PATTERN}
     if hint is IsoDate:
         return {"type": "string", "format": "date", "description": "A date as YYYY-MM-DD."}
     if hint is str:

@@ -28,7 +28,15 @@ from simworld.models import (
     to_json,
 )
 from simworld.money import Money, allocate
-from simworld.tools._read import date_arg, plan_view, received, unpaid
+from simworld.tools._read import (
+    cancellation_args,
+    date_arg,
+    plan_view,
+    premium_change,
+    premium_change_args,
+    received,
+    unpaid,
+)
 from simworld.tools._registry import Amount, IsoDate, Kind, tool
 from simworld.world import World
 
@@ -55,22 +63,28 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
                  credit: Amount = _NO_CREDIT) -> dict[str, Any]:
     """Replace the plan's unpaid instalments with the due dates and amounts given, in order.
 
-    Paid, partially paid, waived and cancelled instalments stay as they are. The system
-    does not force the new amounts to add up to the old balance: that is yours to get right.
+    Paid, partially paid, waived and cancelled instalments stay as they are, and the new ones
+    must fall after every paid one (so a paid-off plan can take a new instalment, e.g. for a
+    premium increase). The system does not force the new amounts to add up to the old balance:
+    that is yours to get right.
     An empty list removes every unpaid instalment (when nothing is owed any more); a credit
-    records money owed back to the customer, e.g. when a premium decrease exceeds the balance.
+    records money owed back to the customer, e.g. when a premium decrease exceeds the balance,
+    and a negative one uses credit the plan holds, e.g. to pay an increase on a paid-off plan.
 
     Args:
         plan_id: The plan's id.
         instalments: The new unpaid instalments, each {"due_date": "YYYY-MM-DD", "amount": "333.34"}, in date order.
-        credit: Unapplied money to leave on the plan for the customer, e.g. '200.00'; '0' for none.
+        credit: Unapplied money to leave on the plan for the customer, e.g. '200.00'; '0' for none; negative to use
+            that much of the plan's credit (at most what it holds), e.g. '-20.00' when an increase is paid from it.
     """
     plan, _policy = world.writable_plan(plan_id)
     if len(instalments) > 60:
         raise ToolArgumentError(f"set_schedule: give at most 60 instalments but got {len(instalments)}.")
     credit_money = world.money(credit, plan.currency, "credit")
-    if credit_money.minor < 0:
-        raise ToolArgumentError(f"set_schedule: credit={credit!r} is negative.")
+    held = sum((c.amount for c in world.state.children("credits", "plan_id", plan.id)), Money.zero(plan.currency))
+    if -credit_money > held:
+        raise ToolArgumentError(f"set_schedule: credit={credit!r} would use more than the {held} {plan.currency} of "
+                                "credit the plan holds.")
     rows: list[tuple[date, Money]] = []
     for i, item in enumerate(instalments):
         due = date_arg(item["due_date"], f"instalments[{i}].due_date")
@@ -81,8 +95,6 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
             raise ToolArgumentError(f"set_schedule: instalments[{i}].due_date={item['due_date']!r} is not after "
                                     f"the previous due date; give the instalments in strictly increasing date order.")
         rows.append((due, amount))
-    if not rows and not plan.instalments:
-        raise ToolArgumentError("set_schedule: the plan has no instalments; give at least one.")
     kept = [i for i in plan.instalments if i.status not in UNPAID]
     locked = [i for i in kept if i.status in LOCKED]
     if locked and rows and rows[0][0] <= max(i.due_date for i in locked):
@@ -102,7 +114,8 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
     world.put(plan)
     if credit_money.minor:
         n = len(world.state.children("credits", "plan_id", plan.id)) + 1
-        world.put(Credit(f"cr-{plan.id}-schedule-{n}", plan.id, plan.currency, credit_money, "schedule credit"))
+        reason = "schedule credit" if credit_money.minor > 0 else "schedule credit used"
+        world.put(Credit(f"cr-{plan.id}-schedule-{n}", plan.id, plan.currency, credit_money, reason))
     return plan_view(plan)
 
 
@@ -180,15 +193,11 @@ def record_premium_change(world: World, policy_id: str, new_annual_premium: Amou
         new_annual_premium: The new annual premium, e.g. '1320.00'.
         effective_date: The date it takes effect, YYYY-MM-DD, within the term.
     """
-    policy = world.policy_record(policy_id)
-    if policy.status == "cancelled":
-        raise PolicyDenied(f"Policy {policy.id!r} is cancelled; it accepts no changes (rule cancelled_frozen).")
-    new = world.money(new_annual_premium, policy.currency, "new_annual_premium")
-    if new.minor <= 0:
-        raise ToolArgumentError(f"record_premium_change: new_annual_premium={new_annual_premium!r} must be positive.")
-    effective = date_arg(effective_date, "effective_date")
-    if not policy.term_start <= effective <= policy.term_end:
-        raise ToolArgumentError(f"record_premium_change: effective_date={effective_date!r} is outside the term.")
+    policy, new, effective = premium_change_args(world, "record_premium_change", policy_id, new_annual_premium,
+                                                 effective_date)
+    # What the quote would say must be writable too (the same inputs are accepted by both): this raises where
+    # quote_premium_change does, and changes nothing.
+    premium_change(world, "record_premium_change", policy, new, effective, "last")
     change_id = f"pc-{policy.id}-{effective.isoformat()}"
     earlier = world.state.get("premium_changes", change_id)
     # A second change from the same date corrects the first: the premium it replaces stays the original one.
@@ -276,12 +285,7 @@ def cancel_policy(world: World, policy_id: str, cancel_date: IsoDate, refund_amo
         cancel_date: The cancellation date, YYYY-MM-DD, within the term.
         refund_amount: The refund owed to the customer, e.g. '412.50'; '0.00' if none.
     """
-    policy = world.policy_record(policy_id)
-    if policy.status == "cancelled":
-        raise PolicyDenied(f"cancel_policy: policy {policy.id!r} is already cancelled.")
-    when = date_arg(cancel_date, "cancel_date")
-    if not policy.term_start <= when <= policy.term_end:
-        raise ToolArgumentError(f"cancel_policy: cancel_date={cancel_date!r} is outside the term.")
+    policy, when = cancellation_args(world, "cancel_policy", policy_id, cancel_date)
     refund = world.money(refund_amount, policy.currency, "refund_amount")
     if refund.minor < 0:
         raise ToolArgumentError(f"cancel_policy: refund_amount={refund_amount!r} is negative.")
