@@ -13,6 +13,8 @@ changes only what it writes with ``set_schedule``, the way a real billing bug wo
                 one's date, so month ends drift (May 31, Jun 30, Jul 30, ...)
 ``resplit``     splits the balance into N+1 rounded shares, reads the plan back, then
                 re-splits that rounded total into N rounded shares
+``act365``      on a premium change, pro-rates the delta over 365 days (act/365 fixed)
+                instead of the days of the actual term, so a leap term is off by a share
 ============  =========================================================================
 
 Only the probe's invariants and the state checks can tell them from the reference.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from simworld.agents import StepsAgent
@@ -33,7 +35,7 @@ from simworld.scenario import Step
 
 __all__ = ["DRIFTS", "DriftAgent"]
 
-DRIFTS = ("round-each", "float", "scale-each", "add-month", "resplit")
+DRIFTS = ("round-each", "float", "scale-each", "add-month", "resplit", "act365")
 
 
 def _quantum(exp: int) -> Decimal:
@@ -49,6 +51,15 @@ def _float_total(total: Decimal, n: int, currency: str) -> list[str]:
     exp = exponent(currency)
     minor = int(float(total) * 10**exp)  # the bug: truncating a binary float
     return [str(m) for m in allocate(Money(minor, currency), n, "last")]
+
+
+def _act365(amounts: list[Decimal], quote: dict[str, Any] | None, exp: int) -> list[str]:
+    """The schedule with the quoted delta re-computed over a 365-day year, the difference on the last."""
+    if quote is None:  # no premium change in sight: nothing to pro-rate
+        return [str(a) for a in amounts]
+    diff = Decimal(quote["new_annual_premium"]) - Decimal(quote["old_annual_premium"])
+    act365 = (diff * quote["days_remaining"] / 365).quantize(_quantum(exp), rounding=ROUND_HALF_EVEN)
+    return [str(a) for a in amounts[:-1]] + [str(amounts[-1] + act365 - Decimal(quote["delta"]))]
 
 
 def _add_month(day: date) -> date:
@@ -70,12 +81,15 @@ class DriftAgent:
         self.held: Observation | None = None  # the observation the inner agent has not seen yet
         self.stage = 0
         self.pending: dict[str, Any] | None = None
+        self.quote: dict[str, Any] | None = None  # the last premium-change quote the reference read
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
         """The reference's next call, with its schedule drifted."""
         if observation.resumed:
             self.queue, self.held, self.pending, self.stage = [], None, None, 0
             return self._next(observation)
+        if observation.last_tool == "quote_premium_change" and observation.last_status == "ok":
+            self.quote = observation.last_result
         if self.pending is not None:
             return self._continue(observation)
         return self._next(observation)
@@ -98,6 +112,8 @@ class DriftAgent:
             new = _round_each(total, n, exp)
         elif self.kind == "float":
             new = _float_total(total, n, self.currency)
+        elif self.kind == "act365":
+            new = _act365(amounts, self.quote, exp)
         else:  # add-month
             new = [str(a) for a in amounts]
             day = date.fromisoformat(items[0]["due_date"])
