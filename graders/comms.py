@@ -27,13 +27,14 @@ negation just before it (``has not been``, ``cannot``) is not a claim.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from simworld.models import UNPAID
+from simworld.models import UNPAID, memo
 from simworld.money import EXPONENTS, exponent
 from simworld.verdict import Check, Verdict
 
@@ -189,14 +190,14 @@ class _Known:
     """The amounts and dates the agent may state: the target's, and what it was shown about the target."""
 
     def __init__(self, episode: Any) -> None:
-        from simworld.models import to_json
-
         self.amounts: set[Decimal] = set()
         self.dates: set[date] = set()
         mine = _target_ids(episode)
         for state in (episode.initial_state, episode.final_state):
             for record in _target_records(episode, state):
-                self._absorb(to_json(record))
+                amounts, dates = memo(record, "_comms_figures", _record_figures)
+                self.amounts.update(amounts)
+                self.dates.update(dates)
             for plan in (state.get("plans", p.id) for p in _plans(episode)):
                 if plan is not None:  # the unpaid balance, a figure every plan view shows
                     owed = sum(i.amount.minor for i in plan.instalments if i.status in UNPAID)
@@ -232,7 +233,18 @@ class _Known:
                 self._amount(Decimal(v))
 
 
-def _money_in(text: str) -> list[tuple[Decimal, str | None, int]]:
+def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
+    """The amounts and dates one record shows (kept on the record: see :func:`simworld.models.memo`)."""
+    from simworld.models import to_json
+
+    known = _Known.__new__(_Known)
+    known.amounts, known.dates = set(), set()
+    known._absorb(to_json(record))
+    return frozenset(known.amounts), frozenset(known.dates)
+
+
+@functools.lru_cache(maxsize=4096)
+def _money_in(text: str) -> tuple[tuple[Decimal, str | None, int], ...]:
     """``(value, currency or None, decimals written)`` for every money amount in ``text``."""
     out: list[tuple[Decimal, str | None, int]] = []
     for m in _MONEY.finditer(text):
@@ -247,10 +259,11 @@ def _money_in(text: str) -> list[tuple[Decimal, str | None, int]]:
         currency = _SYMBOLS.get(marker, marker) if marker else None
         decimals = len(num.split(".", 1)[1]) if "." in num else 0
         out.append((value, currency, decimals))
-    return out
+    return tuple(out)
 
 
-def _dates_in(text: str) -> list[tuple[date, str]]:
+@functools.lru_cache(maxsize=4096)
+def _dates_in(text: str) -> tuple[tuple[date, str], ...]:
     out = []
     for m in _DATES.finditer(text):
         try:
@@ -263,7 +276,7 @@ def _dates_in(text: str) -> list[tuple[date, str]]:
                 out.append((date(int(year), number, int(day)), m.group(0)))
         except ValueError:
             out.append((date.min, m.group(0)))  # 2026-02-30: no such date, so nobody's
-    return out
+    return tuple(out)
 
 
 # -- the checks ------------------------------------------------------------------------------------------

@@ -86,6 +86,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
+def _no_cache(no_cache: bool) -> None:
+    """``--no-cache``: end states are played again, never read from or written to disk."""
+    if no_cache:
+        from simworld.endstates import set_disk_cache
+
+        set_disk_cache(False)
+
+
 def _parse_shard(text: str | None) -> tuple[int, int] | None:
     if text is None:
         return None
@@ -127,7 +135,15 @@ def run(
     snapshot: Annotated[str | None, typer.Option(help="Run every scenario on this snapshot (e.g. large) "
                                                       "instead of its own.")] = None,
     trials: Annotated[int, typer.Option(help="Run each scenario and seed K times; report pass^k.")] = 1,
-    concurrency: Annotated[int, typer.Option(help="Episodes at once, for agents that wait on the network.")] = 1,
+    concurrency: Annotated[int, typer.Option(help="Episodes at once on threads, for agents that wait on the "
+                                                  "network.")] = 1,
+    workers: Annotated[int, typer.Option(help="Episodes at once on this many processes, for agents that use the "
+                                              "CPU (every core: --workers $(nproc)).")] = 1,
+    executor: Annotated[str, typer.Option(help="local (this machine) or ray (Ray tasks on a cluster; needs "
+                                               "simworld[ray]).")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="With --executor ray: the cluster's address "
+                                                         "(ray://HOST:10001 or HOST:6379); a local Ray instance "
+                                                         "when not given.")] = None,
     shard: Annotated[str | None, typer.Option(help="Run only slice I of N of the (scenario, seed, trial) grid, "
                                                    "e.g. 2/4; join the shards with simworld merge.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out: run only the episodes it "
@@ -136,10 +152,13 @@ def run(
     fail_under: Annotated[float | None, typer.Option(help="Exit 1 when the mean score is below this.")] = None,
     base_url: Annotated[str | None, typer.Option(help="For --agent openai:MODEL: an OpenAI-compatible endpoint.")]
     = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Play every solution again instead of reading the "
+                                                          "cached end states (see SIMWORLD_CACHE_DIR).")] = False,
 ) -> None:
     from simworld.agents import build_agent_factory
     from simworld.rundir import RESULTS, read_results
     from simworld.runner import run_suite
+    _no_cache(no_cache)
     from simworld.scenario import load_suite
     from simworld.splits import format_seeds, parse_seeds
 
@@ -170,7 +189,8 @@ def run(
         result = run_suite(scenarios, seed_list, agent, factory, out, argv=sys.argv[1:], split=split, trials=trials,
                            concurrency=concurrency, progress=_Progress(), shard=shard_ij, resume=resume,
                            overwrite=overwrite, keep_results=False, snapshot=snapshot,
-                           settings=run_settings or None)
+                           settings=run_settings or None, workers=workers, executor=executor,
+                           ray_address=ray_address)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -370,9 +390,12 @@ def probe(
                                           "The shrunk world is written under DB/worlds/.")]
     = Path(".simworld-probe"),
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Play every solution again instead of reading the "
+                                                          "cached end states (see SIMWORLD_CACHE_DIR).")] = False,
 ) -> None:
     """Hypothesis draws a scenario's world parameters until the agent drifts; print the simplest failing world
     (written to a file) and the command that replays it."""
+    _no_cache(no_cache)
     from simworld.agents import build_agent_factory
     from simworld.probe import probe as run_probe
     from simworld.scenario import load_suite
@@ -504,8 +527,11 @@ def grade_(
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
     out: Annotated[Path | None, typer.Option(help="Where to write the result lines. "
                                                   "Default: RUN_DIR/regraded.jsonl.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Play every solution again instead of reading the "
+                                                          "cached end states (see SIMWORLD_CACHE_DIR).")] = False,
 ) -> None:
     """Grade a run's recorded event logs again with the current graders, without running the agent."""
+    _no_cache(no_cache)
     from simworld.rundir import refuse_own_input
     from simworld.runner import regrade
     from simworld.scenario import load_suite
@@ -532,12 +558,15 @@ def check(
     = None,
     split: Annotated[str, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
                                             "N-th holdout seed for each seed N).")] = "dev",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Play every solution again instead of reading the "
+                                                          "cached end states (see SIMWORLD_CACHE_DIR).")] = False,
 ) -> None:
     """Prove every scenario's graders load-bearing: solutions pass, noop fails, mutants of the solution fail.
 
     A solution file that does not play is reported on its own (BROKEN SOLUTION) and the
     other scenarios are still checked; either kind of failure exits 1.
     """
+    _no_cache(no_cache)
     from collections import Counter
 
     from simworld.check import BrokenSolution, check_scenario, parse_seeds, summary_score

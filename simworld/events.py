@@ -77,8 +77,19 @@ def events_hash(events: Iterable[Event]) -> str:
 def write_events(path: Path, header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
                  crash: dict[str, Any] | None = None) -> None:
     """Write an episode's event file atomically; a crash record, if any, sits where the agent died."""
+    write_atomic(path, event_file_bytes(header, events, footer, crash))
+
+
+def event_file_bytes(header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
+                     crash: dict[str, Any] | None = None) -> bytes:
+    """An episode's event file, as bytes (a worker on another machine sends these back to the run)."""
+    return _lines(header, events, footer, crash)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: a kill never leaves half a file."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(_lines(header, events, footer, crash))
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 

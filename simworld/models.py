@@ -9,10 +9,12 @@ plan's).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
+import orjson
 
 from simworld.clock import format_instant, parse_instant
 from simworld.dates import parse_date
@@ -37,8 +39,13 @@ __all__ = [
     "Policy",
     "PremiumChange",
     "Record",
+    "json_bytes",
+    "memo",
     "record_from_json",
+    "to_json",
 ]
+
+T = TypeVar("T")
 
 InstalmentStatus = Literal["planned", "due", "overdue", "paid", "partially_paid", "waived", "cancelled"]
 #: Statuses whose instalment is still owed and may be rescheduled.
@@ -48,7 +55,7 @@ LOCKED = frozenset({"paid", "partially_paid"})
 INSTALMENT_STATUSES = ("planned", "due", "overdue", "paid", "partially_paid", "waived", "cancelled")
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Customer:
     """A customer; ``notes`` is their own free text: data, never instructions."""
 
@@ -61,7 +68,7 @@ class Customer:
     notes: str = ""
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Policy:
     """An insurance policy with an annual premium payable by a plan."""
 
@@ -79,7 +86,7 @@ class Policy:
     refund: Money | None = None
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Instalment:
     """One scheduled payment of a plan; ``draft_date`` is the business-day collection date."""
 
@@ -92,7 +99,7 @@ class Instalment:
     draft_date: date
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Plan:
     """An instalment plan of a policy; its instalments are ordered by ``seq``."""
 
@@ -108,7 +115,7 @@ class Plan:
     deferrals: int = 0
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Payment:
     """Money received on a plan; ``allocations`` maps instalment seq to amount applied."""
 
@@ -123,7 +130,7 @@ class Payment:
     unapplied: Money | None = None
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Fee:
     """A late or change fee on a plan."""
 
@@ -138,7 +145,7 @@ class Fee:
     waived_on: date | None = None
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Credit:
     """Unapplied money on a plan (an overpayment or a premium decrease); a negative one records credit used."""
 
@@ -155,7 +162,7 @@ class Credit:
         return self.id.startswith(f"cr-{self.plan_id}-schedule-")
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class PremiumChange:
     """A change of a policy's annual premium from an effective date."""
 
@@ -168,7 +175,7 @@ class PremiumChange:
     effective_date: date
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Message:
     """A message the agent sent to a customer."""
 
@@ -180,7 +187,7 @@ class Message:
     sent_at: datetime
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Escalation:
     """A hand-off to a human, with the agent's reason."""
 
@@ -191,7 +198,7 @@ class Escalation:
     at: datetime
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class Decline:
     """A request the agent turned down, with the reason it gave the customer."""
 
@@ -202,7 +209,7 @@ class Decline:
     at: datetime
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
 class InfoRequest:
     """A question the agent put back to the customer."""
 
@@ -231,22 +238,49 @@ for _cls in (*MODELS.values(), Instalment):
 
 
 def _dump(value: Any) -> Any:
-    if isinstance(value, Money):
+    real_date, real_datetime = _REAL_DATE_TYPES
+    kind = type(value)
+    if kind is Money:
         return str(value)
-    if isinstance(value, datetime):
+    if kind is real_datetime or (kind is not real_date and isinstance(value, real_datetime)):
         return format_instant(value)
-    if isinstance(value, date):
+    if kind is real_date or isinstance(value, real_date):
         return value.isoformat()
-    if isinstance(value, tuple):
+    if kind is tuple:
         return [_dump(v) for v in value]
-    if attrs.has(type(value)):
-        return to_json(value)
+    if attrs.has(kind):
+        return orjson.loads(json_bytes(value))
     return value
 
 
+def json_bytes(record: Any) -> bytes:
+    """The record's JSON (fields in declaration order) as bytes, computed once per record.
+
+    Records are immutable, so the bytes are kept on the record; a change makes a new
+    record (``attrs.evolve``) with none.
+    """
+    cached: bytes | None = record.__dict__.get("_json_bytes")
+    if cached is None:
+        cached = orjson.dumps({f.name: _dump(getattr(record, f.name)) for f in attrs.fields(type(record))})
+        object.__setattr__(record, "_json_bytes", cached)
+    return cached
+
+
+def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:
+    """``compute(record)``, computed once per record and ``key``: records are immutable, so anything derived
+    from one alone (its JSON, its digest, the figures it shows) can be kept on it."""
+    cache = record.__dict__
+    try:
+        return cache[key]
+    except KeyError:
+        value = compute(record)
+        object.__setattr__(record, key, value)
+        return value
+
+
 def to_json(record: Any) -> dict[str, Any]:
-    """Return the record as plain JSON values (money as strings, dates as ISO)."""
-    return {f.name: _dump(getattr(record, f.name)) for f in attrs.fields(type(record))}
+    """Return the record as plain JSON values (money as strings, dates as ISO): a fresh dict, the caller's own."""
+    return orjson.loads(json_bytes(record))
 
 
 # The real classes, held in a tuple: freezegun swaps a module's ``date`` and ``datetime`` attributes for

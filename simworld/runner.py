@@ -13,7 +13,7 @@ import hashlib
 import platform
 import sys
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -25,9 +25,10 @@ import orjson
 from simworld.agents import AgentFactory, steps_factory
 from simworld.clock import TimeGuard, wall_monotonic, wall_time
 from simworld.deadline import DeadlineCaller, bounded, is_bounded
+from simworld.endstates import end_states
 from simworld.episode import Environment, Episode
 from simworld.errors import AgentTimeout, RunDirError, ScenarioError, describe_exception
-from simworld.events import write_events
+from simworld.events import event_file_bytes, write_atomic
 from simworld.grading import grade_episode
 from simworld.rundir import (
     EVENTS,
@@ -139,12 +140,17 @@ def graded_line(scenario: Scenario, episode: Episode, solutions: Sequence[State]
 
 
 def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> tuple[State, ...]:
-    """The end state of every solution of ``scenario`` at ``seed``.
+    """The end state of every solution of ``scenario`` at ``seed`` (played once, then kept: see
+    :mod:`simworld.endstates`).
 
     A solution that does not play to a terminal tool, every call ok, is a
     BrokenSolutionError (a ScenarioError) naming each such solution file: the ground
     truth is wrong, and no agent should be graded against it.
     """
+    return end_states(scenario, seed, lambda: _play_solutions(scenario, seed, guard))
+
+
+def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None) -> tuple[State, ...]:
     from simworld.errors import BrokenSolutionError
 
     states = []
@@ -256,7 +262,8 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
               concurrency: int = 1, progress: Callable[..., None] | None = None,
               shard: tuple[int, int] | None = None, resume: bool = False, overwrite: bool = False,
               keep_results: bool = True, snapshot: str | None = None,
-              settings: dict[str, Any] | None = None) -> RunResult:
+              settings: dict[str, Any] | None = None, workers: int = 1, executor: str = "local",
+              ray_address: str | None = None) -> RunResult:
     """Run ``agent_factory``'s agents over the (scenario, seed, trial) grid; grade; write to ``out`` as it goes.
 
     Each episode's event file and then its result line are on disk as soon as it is graded,
@@ -272,12 +279,25 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     depends only on its agent's actions. freezegun is process-wide, so concurrent runs do
     not show simulated time to foreign code.
 
+    With ``workers`` > 1 episodes run on that many forked processes (CPU-bound agents: every
+    core), and with ``executor="ray"`` as Ray tasks on the cluster at ``ray_address`` (a local
+    Ray instance when None); either way the run directory is byte for byte the one a single
+    process writes (see :mod:`simworld.executors`).
+
     ``progress(done, total, label, passed)`` is called before each episode and at the end.
     ``settings`` are other arguments that shape the results (an endpoint's URL): recorded in
     run.json and, like the agent and the seeds, required to match on ``resume``.
     """
-    if trials < 1 or concurrency < 1:
-        raise ScenarioError(f"--trials {trials} and --concurrency {concurrency} must both be at least 1.")
+    if trials < 1 or concurrency < 1 or workers < 1:
+        raise ScenarioError(f"--trials {trials}, --concurrency {concurrency} and --workers {workers} must each be at "
+                            "least 1.")
+    if executor not in ("local", "ray"):
+        raise ScenarioError(f"--executor {executor!r}: expected local or ray.")
+    if concurrency > 1 and (workers > 1 or executor == "ray"):
+        raise ScenarioError(f"--concurrency {concurrency} runs threads in this process; it does not combine with "
+                            "--workers or --executor ray, which run processes: give one.")
+    if ray_address is not None and executor != "ray":
+        raise ScenarioError("--ray-address needs --executor ray.")
     if not scenarios:
         raise ScenarioError("No scenarios to run: the suite is empty; pass --suite DIR with one folder per scenario.")
     if resume and overwrite:
@@ -303,6 +323,8 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
         "settings": redact(dict(settings or {})),
         "episodes_planned": len(jobs),
         "concurrency": concurrency,
+        "workers": workers,
+        "executor": executor,
         "started_at_epoch": round(began_epoch, 3),
     }
     tally = Tally()
@@ -325,17 +347,34 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     todo = [job for job in jobs if (job[0].id, job[1], job[2]) not in done_keys] if done_keys else jobs
     resumed = tally.episodes
     total = len(jobs)
-    solutions = _SolutionCache(max(4, 2 * concurrency))
     lock = threading.Lock()
 
     def one(job: Job, guard: TimeGuard | None) -> dict[str, Any]:
         if progress:
             with lock:
                 progress(tally.episodes, total, _label(job, trials), tally.passed)
-        return run_episode(job, agent_name, agent_factory, out, guard, solutions)
+        return run_episode(job, agent_name, agent_factory, out, guard)
+
+    seen: dict[str, int] = {}  # episodes per worker process (host:pid), with --workers or Ray
+
+    def stored(done: Iterator[tuple[Job, dict[str, Any], bytes | None, str]]) -> None:
+        for job, line, events, worker in done:
+            store_episode(out, job[0].id, job[1], job[2], line, events)
+            _record(line, results_file, tally, kept if keep_results else None, lock)
+            seen[worker] = seen.get(worker, 0) + 1
+            if progress:
+                progress(tally.episodes, total, f"{_label(job, trials)} [{worker}; {len(seen)} workers]", tally.passed)
 
     try:
-        if concurrency == 1:
+        if executor == "ray":
+            from simworld.executors import on_ray
+
+            stored(on_ray(todo, agent_name, agent_factory, out, address=ray_address))
+        elif workers > 1:
+            from simworld.executors import in_processes
+
+            stored(in_processes(todo, agent_name, agent_factory, out, workers))
+        elif concurrency == 1:
             with TimeGuard() as guard:
                 for line in (one(job, guard) for job in todo):
                     _record(line, results_file, tally, kept if keep_results else None, lock)
@@ -368,6 +407,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
             "harness_errors": tally.harness_errors,
             "mean_total": tally.mean_total,
             **summary,
+            **({"workers_seen": dict(sorted(seen.items()))} if seen else {}),
             "wall_seconds": round(wall, 4),
         })
         write_meta(out, meta)
@@ -402,58 +442,70 @@ def _in_order(pool: ThreadPoolExecutor, fn: Callable[[Job], dict[str, Any]], job
         yield pending.popleft().result()
 
 
-class _SolutionCache:
-    """The valid end states of the last few (scenario, seed)s: trials of one seed share them; memory stays flat."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.states: OrderedDict[tuple[str, int], tuple[State, ...]] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, scenario: Scenario, seed: int, guard: TimeGuard | None) -> tuple[State, ...]:
-        key = (scenario.id, seed)
-        with self.lock:
-            found = self.states.get(key)
-        if found is None:
-            found = solution_end_states(scenario, seed, guard)
-            with self.lock:
-                self.states[key] = found
-                while len(self.states) > self.size:
-                    self.states.popitem(last=False)
-        return found
-
-
 def run_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Path | None,
-                guard: TimeGuard | None, solutions: _SolutionCache) -> dict[str, Any]:
+                guard: TimeGuard | None) -> dict[str, Any]:
     """Play, grade and write one episode; whatever raises on the way is its ``harness_error``, never the run's."""
+    line, events = play_episode(job, agent_name, agent_factory, out, guard)
+    store_episode(out, job[0].id, job[1], job[2], line, events)
+    return line
+
+
+def play_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Path | None,
+                 guard: TimeGuard | None) -> tuple[dict[str, Any], bytes | None]:
+    """Play and grade one episode and run its post_run hooks: its result line and its event file's bytes.
+
+    Whatever raises on the way is the line's ``harness_error``. This is what a worker
+    process (or a Ray task) runs; :func:`store_episode` puts the two on disk in the run.
+    """
     scenario, seed, trial = job
     episode: Episode | None = None
     stage = "running"
     try:
         episode = play(Environment(scenario, seed, agent_name=agent_name, guard=guard), agent_factory)
         stage = "grading"
-        line = graded_line(scenario, episode, solutions.get(scenario, seed, guard), trial)
+        line = graded_line(scenario, episode, solution_end_states(scenario, seed, guard), trial)
     except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
         line = harness_line(scenario.id, seed, trial, agent_name, episode,
                             f"while {stage}: " + describe_exception(exc, frames=True))
-    if episode is not None:
-        finish_episode(scenario, episode, line, out, trial)
-    return line
+    if episode is None:
+        return line, None
+    return line, _hooks_and_events(scenario, episode, line, out, trial)
+
+
+def _hooks_and_events(scenario: Scenario, episode: Episode, line: dict[str, Any], out: Path | None,
+                      trial: int) -> bytes | None:
+    """Run the post_run hooks on a graded line; the episode's event file as bytes (None when it cannot be made:
+    the line's ``harness_error`` says why)."""
+    line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
+    try:
+        return event_file_content(scenario, episode, trial, line["harness_error"])
+    except Exception as exc:
+        _write_failed(line, exc)
+        return None
+
+
+def store_episode(out: Path | None, scenario_id: str, seed: int, trial: int, line: dict[str, Any],
+                  events: bytes | None) -> None:
+    """Write an episode's event file (atomically) before its line is appended; a failure is the line's
+    ``harness_error``."""
+    if out is None or events is None:
+        return
+    try:
+        write_atomic(out / EVENTS / event_file_name(scenario_id, seed, trial), events)
+    except Exception as exc:
+        _write_failed(line, exc)
+
+
+def _write_failed(line: dict[str, Any], exc: Exception) -> None:
+    if line["harness_error"] is None:
+        line["harness_error"] = "while writing the event file: " + describe_exception(exc, frames=True)
+        line["passed"] = False
 
 
 def finish_episode(scenario: Scenario, episode: Episode, line: dict[str, Any], out: Path | None, trial: int) -> None:
     """Run the post_run hooks on a graded line and write the episode's event file; a failure to write is the
     line's ``harness_error`` (the line itself is appended by the caller)."""
-    line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
-    if out is None:
-        return
-    try:
-        write_event_file(out / EVENTS / event_file_name(scenario.id, episode.seed, trial), scenario, episode, trial,
-                         line["harness_error"])
-    except Exception as exc:
-        if line["harness_error"] is None:
-            line["harness_error"] = "while writing the event file: " + describe_exception(exc, frames=True)
-            line["passed"] = False
+    store_episode(out, scenario.id, episode.seed, trial, line, _hooks_and_events(scenario, episode, line, out, trial))
 
 
 def harness_line(scenario_id: str, seed: int, trial: int, agent: str, episode: Episode | None,
@@ -560,6 +612,11 @@ def _header(path: Path) -> dict[str, Any]:
 def write_event_file(path: Path, scenario: Scenario, episode: Episode, trial: int = 0,
                      harness_error: str | None = None) -> None:
     """Write one episode's event log with its header and footer (atomically: a kill never leaves half a file)."""
+    write_atomic(path, event_file_content(scenario, episode, trial, harness_error))
+
+
+def event_file_content(scenario: Scenario, episode: Episode, trial: int = 0, harness_error: str | None = None) -> bytes:
+    """One episode's event log with its header and footer, as bytes."""
     header = {"scenario": scenario.id, "seed": episode.seed, "trial": trial, "agent": episode.agent,
               "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash,
               "request": episode.request, "policy": episode.policy_text, "tools": list(scenario.tools)}
@@ -572,7 +629,7 @@ def write_event_file(path: Path, scenario: Scenario, episode: Episode, trial: in
     crash = episode.crash
     if crash is not None and crash.lost is not None:
         del events[crash.position]  # the session log lost it; the crash record carries it
-    write_events(path, header, events, footer, crash.to_json() if crash else None)
+    return event_file_bytes(header, events, footer, crash.to_json() if crash else None)
 
 
 def simworld_version() -> str:

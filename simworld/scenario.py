@@ -15,6 +15,8 @@ the same solution), so one solution plays every seed.
 from __future__ import annotations
 
 import random
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,11 @@ __all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "load_
 TASK_KEYS = ("id", "category", "description", "snapshot", "target", "perturb", "params", "budget", "tools",
              "allowed_outcomes", "prompt", "recovery", *GRADING_KEYS)
 _TARGET_KEYS = ("customer", "policy", "plan", "fee")
+#: The perturbed starts of the last few (scenario, seed)s: the agent's episode and every solution replay of a
+#: seed start from the same one (a Perturbed is immutable: a State, a clock and variables nobody writes to).
+_INSTANCES: OrderedDict[tuple[int, int], tuple[Scenario, Perturbed]] = OrderedDict()
+_INSTANCES_SIZE = 256
+_INSTANCES_LOCK = threading.Lock()
 #: Size limits (documented in README): the request (prompt.md) and a solution or script file.
 MAX_PROMPT_BYTES = 64 * 1024
 MAX_SCRIPT_BYTES = 1024 * 1024
@@ -103,9 +110,21 @@ class Scenario:
 
         A scenario pinned with :meth:`at_world` gives its world whatever the seed.
         """
+        key = (id(self), seed)
+        with _INSTANCES_LOCK:
+            held = _INSTANCES.get(key)
+            if held is not None and held[0] is self:
+                _INSTANCES.move_to_end(key)
+                return held[1]
         if self.world is not None:
-            return self.perturbed(WorldDraws(self.world))
-        return self.perturbed(RandomDraws(random.Random(f"{self.id}/{seed}")))
+            made = self.perturbed(WorldDraws(self.world))
+        else:
+            made = self.perturbed(RandomDraws(random.Random(f"{self.id}/{seed}")))
+        with _INSTANCES_LOCK:
+            _INSTANCES[key] = (self, made)
+            while len(_INSTANCES) > _INSTANCES_SIZE:
+                _INSTANCES.popitem(last=False)
+        return made
 
     def perturbed(self, draws: Draws) -> Perturbed:
         """The world whose every choice comes from ``draws`` (a seed's generator, parameters, hypothesis)."""

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import orjson
 
-from simworld.models import BUSINESS_TABLES, TABLES, to_json
+from simworld.models import BUSINESS_TABLES, TABLES, json_bytes, memo
 
 __all__ = ["Base", "State", "canonical_bytes", "record_digest"]
 
@@ -38,9 +38,12 @@ def canonical_bytes(value: Any) -> bytes:
 
 
 def record_digest(table: str, record: Any) -> int:
-    """A 128-bit digest of one record in ``table``, as an int."""
-    data = table.encode() + b"\0" + canonical_bytes(to_json(record))
-    return int.from_bytes(hashlib.blake2b(data, digest_size=16).digest(), "big")
+    """A 128-bit digest of one record in ``table``, as an int (computed once per record and table)."""
+    def compute(r: Any) -> int:
+        data = table.encode() + b"\0" + canonical_bytes(orjson.loads(json_bytes(r)))
+        return int.from_bytes(hashlib.blake2b(data, digest_size=16).digest(), "big")
+
+    return memo(record, "_digest_" + table, compute)
 
 
 @attrs.frozen(eq=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,12 @@ from simworld.tools import TOOLS
 from simworld.world import World
 
 SMALL_SNAPSHOT = Path(__file__).parent.parent / "snapshots" / "small.json"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _end_state_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The tests' cached end states live in a folder of their own, not in the user's cache."""
+    os.environ["SIMWORLD_CACHE_DIR"] = str(tmp_path_factory.mktemp("end-states"))
 
 
 @pytest.fixture(scope="session")

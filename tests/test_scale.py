@@ -1,0 +1,216 @@
+"""Speed and scale without a change in what a run writes: the end-state caches, --workers, Ray, a light --help.
+
+Every test here compares bytes: a cached end state grades as the played one, a run on worker
+processes or on Ray writes the run directory a single process writes, and a worker that dies
+loses no episode and counts none twice.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import orjson
+import pytest
+from helpers import simworld
+
+from simworld import endstates
+from simworld.agents import build_agent_factory
+from simworld.runner import _play_solutions, run_suite, solution_end_states
+from simworld.scenario import load_suite
+
+SUITE = load_suite()
+BY_ID = {s.id: s for s in SUITE}
+#: A slice of the suite that has every kind of episode: a write, a decline, a payment, a crash and recovery.
+SLICE = [BY_ID[i] for i in ("split-balance-three-ways", "second-fee-waiver-decline", "overpayment-to-last-instalment",
+                            "recover-payment-after-crash", "premium-increase-midterm")]
+
+
+def _run_dir(path: Path) -> dict[str, bytes]:
+    """Every file a run wrote but run.json (which holds wall-clock times), by its path in the run."""
+    return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*"))
+            if p.is_file() and p.name != "run.json"}
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty end-state cache on disk and in memory."""
+    monkeypatch.setenv("SIMWORLD_CACHE_DIR", str(tmp_path / "cache"))
+    endstates.clear_process_cache()
+    endstates.set_disk_cache(None)
+    yield tmp_path / "cache"
+    endstates.clear_process_cache()
+    endstates.set_disk_cache(None)
+
+
+class TestEndStateCache:
+    @pytest.mark.parametrize("scenario", sorted(BY_ID))
+    def test_a_state_read_from_disk_is_the_played_state(self, scenario: str, cache: Path) -> None:
+        """Each scenario: the end states written to disk and read back have the played states' records, hash and
+        overlay order (the order of new payments is the order a plan lists them)."""
+        sc = BY_ID[scenario]
+        played = _play_solutions(sc, 3, None)
+        first = solution_end_states(sc, 3)  # plays and writes the file
+        endstates.clear_process_cache()
+        read = solution_end_states(sc, 3)  # reads it
+        assert any(cache.rglob("*.json"))
+        for p, a, b in zip(played, first, read, strict=True):
+            assert p.hash == a.hash == b.hash
+            assert list(p.overlay) == list(b.overlay)
+            assert all(p.overlay[k] == b.overlay[k] for k in p.overlay)
+
+    def test_cold_warm_and_no_cache_runs_write_the_same_bytes(self, tmp_path: Path, cache: Path) -> None:
+        """A run that plays the solutions, one that reads them from disk and one with --no-cache are identical."""
+        env = {**os.environ, "SIMWORLD_CACHE_DIR": str(cache)}
+        for name, extra in (("cold", []), ("warm", []), ("bypass", ["--no-cache"])):
+            r = subprocess.run([sys.executable, "-m", "simworld", "run", "--seeds", "0..1", "--out",
+                                str(tmp_path / name), *extra], env=env, capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, r.stderr
+            if name == "cold":
+                files = sorted(cache.rglob("*.json"))
+                assert len(files) == 2 * len(SUITE)
+                stamps = {f: f.stat().st_mtime_ns for f in files}
+        assert _run_dir(tmp_path / "cold") == _run_dir(tmp_path / "warm") == _run_dir(tmp_path / "bypass")
+        assert {f: f.stat().st_mtime_ns for f in sorted(cache.rglob("*.json"))} == stamps  # read, not rewritten
+
+    def test_no_cache_neither_reads_nor_writes(self, tmp_path: Path, cache: Path) -> None:
+        """--no-cache leaves the cache folder untouched."""
+        r = simworld("run", "--seed", "0", "--scenario", "waive-small-fee", "--out", str(tmp_path / "r"),
+                     "--no-cache")
+        assert r.returncode == 0, r.stderr
+        assert not cache.exists() or not any(cache.rglob("*.json"))
+
+    def test_a_damaged_file_is_a_miss(self, cache: Path) -> None:
+        """A cache file cut short (a full disk, a kill) is played again and rewritten, never trusted."""
+        sc = BY_ID["split-balance-three-ways"]
+        good = solution_end_states(sc, 5)
+        (path,) = cache.rglob("*.json")
+        path.write_bytes(path.read_bytes()[:40])
+        endstates.clear_process_cache()
+        again = solution_end_states(sc, 5)
+        assert [s.hash for s in again] == [s.hash for s in good]
+        assert orjson.loads(path.read_bytes())["format"] == 1
+
+    def test_the_key_follows_what_the_scenario_says(self, cache: Path) -> None:
+        """Another solution, another seed or another snapshot in memory is another file; the same inputs, the same."""
+        sc = BY_ID["split-balance-three-ways"]
+        name = endstates._file(sc, 1)
+        assert name == endstates._file(sc, 1)
+        assert endstates._file(sc, 2) != name
+        assert endstates._file(attrs.evolve(sc, solutions=sc.solutions[:1], solution_files=sc.solution_files[:1]),
+                               1) != name
+        grown = attrs.evolve(sc.snapshot, clock=sc.snapshot.clock.replace(year=2030))
+        assert endstates._file(attrs.evolve(sc, snapshot=grown), 1) != name
+        assert endstates._file(attrs.evolve(sc, snapshot=attrs.evolve(sc.snapshot, digest="")), 1) is None
+
+    def test_a_broken_solution_is_never_kept(self, cache: Path) -> None:
+        """Ground truth that does not play raises every time and leaves no file."""
+        from simworld.errors import BrokenSolutionError
+        from simworld.scenario import Step
+
+        sc = BY_ID["waive-small-fee"]
+        broken = attrs.evolve(sc, solutions=((Step("waive_fee", {"fee_id": "fee_nope", "reason": "x"}),),),
+                              solution_files=("solution.jsonl",))
+        for _ in range(2):
+            with pytest.raises(BrokenSolutionError):
+                solution_end_states(broken, 0)
+        assert not cache.exists() or not any(cache.rglob("*.json"))
+
+
+class TestWorkers:
+    def test_two_workers_write_what_one_process_writes(self, tmp_path: Path, cache: Path) -> None:
+        """--workers 2 writes results.jsonl and every event file byte for byte as one process does."""
+        factory = build_agent_factory("random")
+        one = run_suite(SLICE, [0, 1, 2], "random", factory, tmp_path / "one", trials=2)
+        endstates.clear_process_cache()
+        two = run_suite(SLICE, [0, 1, 2], "random", factory, tmp_path / "two", trials=2, workers=2)
+        assert one.results == two.results
+        assert _run_dir(tmp_path / "one") == _run_dir(tmp_path / "two")
+        seen = orjson.loads((tmp_path / "two" / "run.json").read_bytes())["workers_seen"]
+        assert sum(seen.values()) == len(SLICE) * 3 * 2 and len(seen) >= 1
+
+    def test_a_worker_that_dies_loses_nothing_and_counts_nothing_twice(self, tmp_path: Path, cache: Path) -> None:
+        """An agent that kills its worker process (once) is played again in a new pool: every episode once, in
+        grid order, the same bytes as a run where nothing died."""
+        agent = tmp_path / "killer.py"
+        marker = tmp_path / "died"
+        agent.write_text(
+            "import os\n"
+            "from simworld.agents import StepsAgent\n"
+            f"MARKER = {str(marker)!r}\n"
+            "class Once:\n"
+            "    def __init__(self, scenario, seed, variables):\n"
+            "        self.inner = StepsAgent(scenario.solutions[0], variables, 'killer')\n"
+            "        if seed == 1 and scenario.id == 'split-balance-three-ways' and not os.path.exists(MARKER):\n"
+            "            open(MARKER, 'w').close()\n"
+            "            os._exit(9)\n"
+            "    def act(self, observation):\n"
+            "        return self.inner.act(observation)\n")
+        sys.path.insert(0, str(tmp_path))
+        try:
+            factory = build_agent_factory("python:killer:Once")
+            died = run_suite(SLICE, [0, 1, 2], "python:killer:Once", factory, tmp_path / "died", workers=2)
+            calm = run_suite(SLICE, [0, 1, 2], "python:killer:Once", factory, tmp_path / "calm")
+        finally:
+            sys.path.remove(str(tmp_path))
+        assert marker.exists(), "precondition: a worker died"
+        assert died.results == calm.results and died.harness_errors == 0
+        assert _run_dir(tmp_path / "died") == _run_dir(tmp_path / "calm")
+        keys = [(r["scenario"], r["seed"], r["trial"]) for r in died.results]
+        assert len(keys) == len(set(keys)) == len(SLICE) * 3
+
+    def test_workers_and_threads_do_not_combine(self, tmp_path: Path) -> None:
+        """--workers with --concurrency is refused with one line naming both."""
+        r = simworld("run", "--seed", "0", "--workers", "2", "--concurrency", "2", "--out", str(tmp_path / "r"))
+        assert r.returncode == 2
+        assert "--concurrency 2" in r.stderr and "--workers" in r.stderr
+
+    def test_the_cli_runs_on_workers(self, tmp_path: Path) -> None:
+        """simworld run --workers 2 from the command line: the same results.jsonl as without."""
+        a = simworld("run", "--seeds", "0..1", "--out", str(tmp_path / "a"))
+        b = simworld("run", "--seeds", "0..1", "--workers", "2", "--out", str(tmp_path / "b"))
+        assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
+        assert _run_dir(tmp_path / "a") == _run_dir(tmp_path / "b")
+
+
+def test_ray_writes_what_one_process_writes(tmp_path: Path, cache: Path) -> None:
+    """--executor ray on a local Ray instance (2 CPUs, started and stopped here): the same bytes as a local run."""
+    ray = pytest.importorskip("ray", reason="Ray is in the test extra; CI installs it")
+    factory = build_agent_factory("random")
+    local = run_suite(SLICE, [0, 1], "random", factory, tmp_path / "local")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = run_suite(SLICE, [0, 1], "random", factory, tmp_path / "ray", executor="ray")
+    finally:
+        ray.shutdown()
+    assert local.results == remote.results
+    assert _run_dir(tmp_path / "local") == _run_dir(tmp_path / "ray")
+    meta = orjson.loads((tmp_path / "ray" / "run.json").read_bytes())
+    assert meta["executor"] == "ray" and sum(meta["workers_seen"].values()) == len(SLICE) * 2
+
+
+def test_help_imports_nothing_heavy() -> None:
+    """simworld --help loads the command line alone: no engine, no attrs, orjson, freezegun or hypothesis."""
+    code = ("import sys; sys.argv = ['simworld', '--help']\n"
+            "from simworld.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('simworld', 'attr', 'orjson', 'freezegun', "
+            "'hypothesis', 'ray'))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "['simworld', 'simworld.cli', 'simworld.errors']"
+
+
+def test_the_package_exports_on_first_use() -> None:
+    """import simworld is light, and every public name still resolves (to the object its module defines)."""
+    import simworld
+    from simworld.episode import Environment
+
+    assert simworld.Environment is Environment
+    for name in simworld.__all__:
+        assert getattr(simworld, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        simworld.nope  # noqa: B018
