@@ -89,6 +89,10 @@ class Rule:
     text: str
 
 
+#: Rendered policy texts by (store, currency): see PolicyStore.render.
+_RENDERED: dict[tuple[int, str], tuple[PolicyStore, str]] = {}
+
+
 @attrs.frozen
 class PolicyStore:
     """The rules and limits of the desk, in a reference currency with conversion rates."""
@@ -152,7 +156,19 @@ class PolicyStore:
         return convert(amount, currency, self.rates)
 
     def render(self, currency: str) -> str:
-        """The rules as the numbered text the agent reads, with limits in ``currency``."""
+        """The rules as the numbered text the agent reads, with limits in ``currency`` (made once per store and
+        currency: a store is immutable)."""
+        key = (id(self), currency)
+        held = _RENDERED.get(key)
+        if held is not None and held[0] is self:
+            return held[1]
+        text = self._render(currency)
+        if len(_RENDERED) > 256:
+            _RENDERED.clear()
+        _RENDERED[key] = (self, text)
+        return text
+
+    def _render(self, currency: str) -> str:
         values: dict[str, str] = {k: f"{self.limit(k, currency)} {currency}" for k in self.limits}
         values.update({k: str(v) for k, v in self.counts.items()})
         lines = ["Billing desk policy. Amounts are in " + currency + "."]

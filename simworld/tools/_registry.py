@@ -9,6 +9,7 @@ the validator that turns a bad argument into an error result the agent can read.
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import re
 import typing
@@ -152,7 +153,7 @@ def _check(value: Any, hint: Any, where: str) -> Any:
     if typing.is_typeddict(hint):
         if not isinstance(value, dict):
             raise ToolArgumentError(f"{where}: expected an object but got {value!r}.")
-        hints = typing.get_type_hints(hint)
+        hints = _typed_dict_hints(hint)
         unknown = sorted(set(value) - set(hints))
         if unknown:
             raise ToolArgumentError(f"{where}: unknown key(s) {unknown!r}; allowed: {sorted(hints)!r}.")
@@ -161,6 +162,12 @@ def _check(value: Any, hint: Any, where: str) -> Any:
             raise ToolArgumentError(f"{where}: missing key(s) {missing!r}.")
         return {k: _check(v, hints[k], f"{where}.{k}") for k, v in value.items()}
     raise TypeError(f"{where}: unsupported type {hint!r}")  # pragma: no cover - caught at import
+
+
+@functools.cache
+def _typed_dict_hints(hint: Any) -> dict[str, Any]:
+    """A TypedDict's field types (resolved once: a schedule of 18 instalments checks 18 objects)."""
+    return typing.get_type_hints(hint)
 
 
 def tool(kind: Kind, *, latency: float) -> Callable[[Callable[..., dict[str, Any]]], Tool]:
