@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -459,6 +460,72 @@ def _note_incomplete(run_dir: Path, episodes: int) -> None:
         note = str(exc)
     if note:
         typer.echo(f"simworld: note: {note}", err=True)
+
+
+class By(StrEnum):
+    """What ``simworld report --by`` breaks a run down by."""
+
+    category = "category"
+    scenario = "scenario"
+    check = "check"
+
+
+@app.command(help="Report on a run: pass rate and mean score overall, by category and by scenario, pass^k, and the "
+                  "failure modes ranked; --compare adds the flips from a baseline run; --html writes a "
+                  "self-contained page.\n\nExit status: 0 reported; 1 with --compare, some episode regressed "
+                  "(pass -> fail); 2 bad arguments or files (or runs over different suites or seeds without "
+                  "--allow-different).")
+def report(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN", help="A directory written by simworld run (or merge).")],
+    compare: Annotated[Path | None, typer.Option(metavar="BASELINE", help="A baseline run to compare with: flips "
+                                                                         "(pass -> fail, fail -> pass), score "
+                                                                         "deltas and the checks that changed, "
+                                                                         "from BASELINE to RUN.")] = None,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs over different suites or "
+                                                                            "seeds (their common episodes).")]
+    = False,
+    by: Annotated[list[By] | None, typer.Option("--by", help="Breakdowns in the text report; repeat for several. "
+                                                             "Default: category and scenario.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
+    html: Annotated[Path | None, typer.Option(metavar="FILE", help="Also write a self-contained HTML report "
+                                                                   "(no network; opens from disk).")] = None,
+    suite: Annotated[Path | None, typer.Option(help="Directory of scenarios, for their categories. Default: the "
+                                                    "bundled suite.")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip (and count) result lines that "
+                                                                          "are not JSON instead of stopping.")]
+    = False,
+) -> None:
+    from simworld.report import compare_runs, load_run, render_text, summarize
+    from simworld.report_html import write_html
+    from simworld.rundir import atomic_output, refuse_own_input
+    from simworld.scenario import load_suite
+
+    try:
+        run_ = load_run(run_dir, skip_bad_lines=skip_bad_lines)
+        baseline = load_run(compare, skip_bad_lines=skip_bad_lines) if compare is not None else None
+        categories = {s.id: s.category for s in load_suite(suite)}
+        doc = summarize(run_, categories)
+        if baseline is not None:
+            doc["compare"] = compare_runs(run_, baseline, allow_different=allow_different)
+        if html is not None:
+            refuse_own_input(html, run_dir, "report --html")
+            with atomic_output(html) as f:
+                write_html(doc, run_, categories, f)
+    except (SimworldError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.flush()
+    else:
+        typer.echo(render_text(doc, [b.value for b in by] if by else ("category", "scenario")))
+    if html is not None:
+        typer.echo(f"simworld: wrote {html} ({html.stat().st_size:,} bytes)", err=True)
+    if run_.note:
+        typer.echo(f"simworld: note: {run_.note}", err=True)
+    if baseline is not None and doc["compare"]["regressions"]:
+        raise typer.Exit(1)
 
 
 @app.command()
