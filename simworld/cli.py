@@ -8,19 +8,68 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from simworld.errors import SimworldError
 
 if TYPE_CHECKING:
+    from simworld.runner import RunResult
     from simworld.scenario import Scenario
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="A deterministic simulated billing world for evaluating and training agents.")
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  context_settings={"auto_envvar_prefix": "SIMWORLD"},
+                  help="A deterministic simulated billing world for evaluating and training agents.\n\n"
+                       "Every option can also be set by an environment variable, SIMWORLD_COMMAND_OPTION "
+                       "(e.g. SIMWORLD_RUN_SEEDS=0..9); each command's --help names them. NO_COLOR is honoured.")
+
+
+class Split(StrEnum):
+    """Which seeds a command runs: the dev seeds as given, or each scenario's reserved holdout seeds."""
+
+    dev = "dev"
+    holdout = "holdout"
+
+
+class ExportFormat(StrEnum):
+    """``simworld export --format``."""
+
+    native = "native"
+    openai = "openai"
+    trl = "trl"
+
+
+class Transport(StrEnum):
+    """``simworld serve --transport``."""
+
+    stdio = "stdio"
+    http = "http"
+
+
+#: Every agent kind ``--agent`` takes, for help texts.
+AGENTS_HELP = ('reference, noop, random, drift:KIND (round-each, float, scale-each, add-month, resplit), '
+               'scripted:PATH, cmd:"COMMAND", openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL) or '
+               'python:MODULE:ATTR.')
+
+
+def _version(value: bool) -> None:
+    if value:
+        from simworld.runner import simworld_version
+
+        typer.echo(f"simworld {simworld_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=True,
+                                          help="Print simworld's version and exit.")] = False,
+) -> None:
+    """A deterministic simulated billing world for evaluating and training agents."""
 
 
 # click's UsageError (bad option, bad value, unknown command), found through the one subclass typer
@@ -118,13 +167,11 @@ def run(
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Scenario id; repeat for several. "
                                                                           "Default: the whole suite.")] = None,
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
-    agent: Annotated[str, typer.Option(help="reference, noop, random, drift:KIND, scripted:PATH, cmd:\"COMMAND\", "
-                                            "openai:MODEL or python:MODULE:ATTR.")]
-    = "reference",
+    agent: Annotated[str, typer.Option(help=AGENTS_HELP)] = "reference",
     out: Annotated[Path, typer.Option(help="Directory for results.jsonl, events/ and run.json.")]
     = Path("simworld-out"),
-    split: Annotated[str, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
-                                            "N-th holdout seed for each seed N).")] = "dev",
+    split: Annotated[Split, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
+                                              "N-th holdout seed for each seed N).")] = Split.dev,
     snapshot: Annotated[str | None, typer.Option(help="Run every scenario on this snapshot (e.g. large) "
                                                       "instead of its own.")] = None,
     trials: Annotated[int, typer.Option(help="Run each scenario and seed K times; report pass^k.")] = 1,
@@ -135,14 +182,25 @@ def run(
                                                           "lacks (the arguments must match its run.json).")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the run already in --out.")] = False,
     fail_under: Annotated[float | None, typer.Option(help="Exit 1 when the mean score is below this.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="For --agent openai:MODEL: an OpenAI-compatible endpoint.")]
+    base_url: Annotated[str | None, typer.Option(help="For --agent openai:MODEL: an OpenAI-compatible endpoint. "
+                                                      "Default: $OPENAI_BASE_URL, else OpenAI's.")]
     = None,
+    max_retries: Annotated[int, typer.Option(help="For --agent openai:MODEL: retries of a request that failed "
+                                                  "with 408, 409, 429, 5xx or a connection error (exponential "
+                                                  "backoff with jitter; Retry-After honoured).")] = 5,
+    request_timeout: Annotated[float, typer.Option(help="For --agent openai:MODEL: seconds one request may wait "
+                                                        "for the server (the episode's timeout still applies).")]
+    = 60.0,
+    temperature: Annotated[float, typer.Option(help="For --agent openai:MODEL: the sampling temperature.")] = 0.0,
+    as_json: Annotated[bool, typer.Option("--json", envvar="SIMWORLD_RUN_JSON",
+                                          help="Print the summary as one JSON document on stdout "
+                                                         "instead of the table (progress stays on stderr).")]
+    = False,
 ) -> None:
     from simworld.agents import build_agent_factory
-    from simworld.rundir import RESULTS, read_results
     from simworld.runner import run_suite
     from simworld.scenario import load_suite
-    from simworld.splits import format_seeds, parse_seeds
+    from simworld.splits import parse_seeds
 
     if seed is not None and seeds is not None:
         raise _fail(f"--seed {seed} and --seeds {seeds!r} both given; use --seed N for one seed or --seeds for many.")
@@ -160,16 +218,23 @@ def run(
         seed_list = parse_seeds(seeds) if seeds is not None else [0 if seed is None else seed]
         if seed is not None and seed < 0:
             raise SimworldError(f"--seed {seed} is negative; seeds start at 0.")
-        factory = build_agent_factory(agent, base_url=base_url)
+        if agent.startswith("openai:"):
+            import os
+
+            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # recorded in run.json when set
+        factory = build_agent_factory(agent, base_url=base_url, openai_options={
+            "max_retries": max_retries, "timeout_s": request_timeout, "temperature": temperature})
         if world is not None:
             scenarios, seed_list, pinned = _pinned_world(world, suite, snapshot)
         else:
             scenarios = load_suite(suite, scenario, snapshot)
         run_settings: dict[str, object] = {"base_url": base_url} if base_url else {}
+        if agent.startswith("openai:") and temperature != 0.0:
+            run_settings["temperature"] = temperature  # it shapes the results, so --resume must match it
         if pinned is not None:
             run_settings["world"] = pinned  # part of what --resume must match
-        result = run_suite(scenarios, seed_list, agent, factory, out, argv=sys.argv[1:], split=split, trials=trials,
-                           concurrency=concurrency, progress=_Progress(), shard=shard_ij, resume=resume,
+        result = run_suite(scenarios, seed_list, agent, factory, out, argv=sys.argv[1:], split=split.value,
+                           trials=trials, concurrency=concurrency, progress=_Progress(), shard=shard_ij, resume=resume,
                            overwrite=overwrite, keep_results=False, snapshot=snapshot,
                            settings=run_settings or None)
     except (SimworldError, OSError) as exc:
@@ -182,6 +247,28 @@ def run(
         raise typer.Exit(130) from None
     if pinned is not None:
         _note_world(out, pinned)
+    if as_json:  # run.json as written at the end: the summary, arguments and pass^k, for scripts
+        import orjson
+
+        from simworld.rundir import read_meta
+
+        summary = {**(read_meta(out) or {}), "out": str(out), "ran": result.ran, "resumed": result.resumed}
+        sys.stdout.buffer.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        sys.stdout.flush()
+    else:
+        _print_summary(result, out, agent, trials, world, seed_list, split.value, shard)
+    if result.harness_errors:
+        raise typer.Exit(3)
+    if result.passed != result.episodes or (fail_under is not None and result.mean_total < fail_under):
+        raise typer.Exit(1)
+
+
+def _print_summary(result: RunResult, out: Path, agent: str, trials: int, world: Path | None, seed_list: list[int],
+                   split: str, shard: str | None) -> None:
+    """The table (one row per episode, or per scenario for a sweep), pass^k, and the closing line."""
+    from simworld.rundir import RESULTS, read_results
+    from simworld.splits import format_seeds
+
     lines = read_results(out / RESULTS)
     if result.episodes <= _TABLE_ROWS:
         rows = [(r["scenario"], str(r["seed"]), *((str(r["trial"]),) if trials > 1 else ()), str(r["outcome"]),
@@ -214,10 +301,6 @@ def run(
     errors = f"; {result.harness_errors} HARNESS ERROR(S)" if result.harness_errors else ""
     typer.echo(f"{result.passed}/{result.episodes} passed, mean score {result.mean_total:.3f}{errors}; agent {agent}; "
                f"{where}; {result.ran / max(result.wall_seconds, 1e-9):.1f} episodes/s{resumed}; written to {out}/")
-    if result.harness_errors:
-        raise typer.Exit(3)
-    if result.passed != result.episodes or (fail_under is not None and result.mean_total < fail_under):
-        raise typer.Exit(1)
 
 
 def _pinned_world(path: Path, suite: Path | None, snapshot: str | None) -> tuple[list[Scenario], list[int],
@@ -317,8 +400,8 @@ def replay(
 def show(
     scenario: Annotated[str, typer.Argument(help="Scenario id.")],
     seed: Annotated[int, typer.Option(help="Dev seed to render the scenario at.")] = 0,
-    split: Annotated[str, typer.Option(help="dev only: show never prints a holdout world (that would leak it).")]
-    = "dev",
+    split: Annotated[Split, typer.Option(help="dev only: show never prints a holdout world (that would leak it).")]
+    = Split.dev,
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
 ) -> None:
     """Show what the agent would see (request, policy, tools) and a summary of the world it acts on (dev seeds only)."""
@@ -326,7 +409,7 @@ def show(
     from simworld.show import check_showable, render_scenario
 
     try:
-        check_showable(seed, split)
+        check_showable(seed, split.value)
         (loaded,) = load_suite(suite, [scenario])
         typer.echo(render_scenario(loaded, seed))
     except SimworldError as exc:
@@ -360,8 +443,7 @@ def generate(
 @app.command()
 def probe(
     scenario: Annotated[str, typer.Option("--scenario", help="Scenario id to probe.")],
-    agent: Annotated[str, typer.Option(help="The agent: reference, drift:KIND, python:MODULE:ATTR, ...")]
-    = "reference",
+    agent: Annotated[str, typer.Option(help=AGENTS_HELP)] = "reference",
     examples: Annotated[int, typer.Option(help="At most this many perturbed worlds.")] = 200,
     seed: Annotated[int | None, typer.Option(help="Seed hypothesis's own search, for a reproducible probe "
                                                   "(as in hypothesis, a seeded search leaves the database alone).")]
@@ -417,7 +499,10 @@ def probe(
 @app.command()
 def export(
     run_dir: Annotated[Path, typer.Argument(help="A directory written by simworld run.")],
-    format: Annotated[str, typer.Option("--format", help="native, openai or trl.")] = "native",
+    format: Annotated[ExportFormat, typer.Option("--format", help="native (the whole episode and its grade), "
+                                                                  "openai (chat fine-tuning) or trl (Hugging "
+                                                                  "Face conversational).")]
+    = ExportFormat.native,
     passed_only: Annotated[bool, typer.Option("--passed-only", help="Only episodes that passed.")] = False,
     min_score: Annotated[float | None, typer.Option(help="Only episodes whose total is at least this.")] = None,
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Only this scenario; repeat for several.")]
@@ -433,12 +518,12 @@ def export(
 
     try:
         if out is None:
-            report = export_run(run_dir, format, sys.stdout.buffer, passed_only=passed_only, min_score=min_score,
+            report = export_run(run_dir, format.value, sys.stdout.buffer, passed_only=passed_only, min_score=min_score,
                                 scenarios=scenario or (), skip_bad_lines=skip_bad_lines)
         else:
             refuse_own_input(out, run_dir, "export --out")
             with atomic_output(out) as f:
-                report = export_run(run_dir, format, f, passed_only=passed_only, min_score=min_score,
+                report = export_run(run_dir, format.value, f, passed_only=passed_only, min_score=min_score,
                                     scenarios=scenario or (), skip_bad_lines=skip_bad_lines)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
@@ -486,7 +571,8 @@ def report(
     = False,
     by: Annotated[list[By] | None, typer.Option("--by", help="Breakdowns in the text report; repeat for several. "
                                                              "Default: category and scenario.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON document.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", envvar="SIMWORLD_REPORT_JSON",
+                                          help="Print the report as one JSON document.")] = False,
     html: Annotated[Path | None, typer.Option(metavar="FILE", help="Also write a self-contained HTML report "
                                                                    "(no network; opens from disk).")] = None,
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios, for their categories. Default: the "
@@ -533,10 +619,11 @@ def serve(
     scenario: Annotated[str, typer.Option(help="Scenario id.")],
     seed: Annotated[int, typer.Option(help="Seed that perturbs the scenario (with --split holdout: the N-th "
                                            "reserved holdout seed).")] = 0,
-    split: Annotated[str, typer.Option(help="dev (the seed as given) or holdout (the scenario's N-th reserved "
-                                            "holdout seed).")] = "dev",
-    transport: Annotated[str, typer.Option(help="stdio, or http (streamable HTTP at http://HOST:PORT/mcp).")]
-    = "stdio",
+    split: Annotated[Split, typer.Option(help="dev (the seed as given) or holdout (the scenario's N-th reserved "
+                                            "holdout seed).")] = Split.dev,
+    transport: Annotated[Transport, typer.Option(help="stdio, or http (streamable HTTP at "
+                                                      "http://HOST:PORT/mcp).")]
+    = Transport.stdio,
     out: Annotated[Path | None, typer.Option(help="Directory for results.jsonl and events/: one line and one "
                                                   "event file per episode, as it ends.")] = None,
     host: Annotated[str, typer.Option(help="Address to bind with --transport http (loopback unless "
@@ -557,7 +644,7 @@ def serve(
 
     try:
         (loaded,) = load_suite(suite, [scenario])
-        do_serve(loaded, seed, split=split, transport=transport, out=out, host=host, port=port,
+        do_serve(loaded, seed, split=split.value, transport=transport.value, out=out, host=host, port=port,
                  allow_remote=allow_remote, token=token)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
@@ -597,8 +684,8 @@ def check(
     seeds: Annotated[str, typer.Option(help="Seeds to check, A..B inclusive.")] = "0..9",
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Scenario id; repeat for several.")]
     = None,
-    split: Annotated[str, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
-                                            "N-th holdout seed for each seed N).")] = "dev",
+    split: Annotated[Split, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
+                                              "N-th holdout seed for each seed N).")] = Split.dev,
 ) -> None:
     """Prove every scenario's graders load-bearing: solutions pass, noop fails, mutants of the solution fail.
 
@@ -615,7 +702,7 @@ def check(
     try:
         seed_list = parse_seeds(seeds)
         for n in seed_list:
-            check_seed(n, split, "--seeds")
+            check_seed(n, split.value, "--seeds")
         scenarios = load_suite(suite, scenario)
     except SimworldError as exc:
         raise _fail(str(exc)) from None
@@ -624,7 +711,7 @@ def check(
     with TimeGuard() as guard:
         for i, sc in enumerate(scenarios):
             reports.append(check_scenario(sc, seed_list, guard, functools.partial(progress, i, len(scenarios)),
-                                          split=split))
+                                          split=split.value))
     progress(len(scenarios), len(scenarios), "done")
     head = ("scenario", "seeds", "solutions", "noop", "mutants", "killed", "equivalent", "survived", "score", "check")
     rows = [(r.scenario, str(r.seeds),
@@ -672,17 +759,45 @@ def check(
         raise typer.Exit(1)
 
 
+def _polish(command: Any) -> Any:
+    """Tidy the click command typer builds from ``app``, before it parses anything.
+
+    A repeatable option's placeholder names one value (``<str>``, as ``--scenario ID`` is
+    given once per id), not the Python list type typer would print (``<list[str]>``). The
+    top-level options (``--version``, completion) take no ``SIMWORLD_*`` variable: only the
+    commands' options do (``SIMWORLD_RUN_SEEDS``...).
+    """
+    import re
+
+    def one_value(shown: Callable[[Any], str]) -> Callable[[Any], str]:
+        return lambda ctx: re.sub(r"^<list\[(.*)\]>$", r"<\1>", shown(ctx))
+
+    for param in command.params:
+        repeated = getattr(param, "multiple", False) or getattr(param, "nargs", 1) != 1
+        if repeated and hasattr(param, "display_type_rich"):
+            param.display_type_rich = one_value(param.display_type_rich)
+    for param in command.params if hasattr(command, "commands") else ():
+        param.allow_from_autoenv = False
+        param.show_envvar = False
+    for sub in getattr(command, "commands", {}).values():
+        _polish(sub)
+    return command
+
+
 def main() -> None:
-    """Console-script entry point: usage errors are one line on stderr and exit status 2."""
+    """Console-script entry point: usage errors are one line on stderr and exit status 2.
+
+    simworld writes no colour codes, so ``NO_COLOR`` (https://no-color.org) always holds.
+    """
     try:
-        code = app(standalone_mode=False)
+        code = _polish(typer.main.get_command(app))(standalone_mode=False)
     except _UsageError as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `simworld`: the help, not an error
             typer.echo(exc.format_message())  # type: ignore[attr-defined]
             sys.exit(0)
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None else "simworld"
-        message = exc.format_message()  # type: ignore[attr-defined]
+        message = exc.format_message().replace("Value error, ", "")  # type: ignore[attr-defined]
         typer.echo(f"simworld: error: {message} (see '{where} --help')", err=True)
         sys.exit(2)
     except typer.Abort:
