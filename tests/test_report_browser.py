@@ -81,7 +81,7 @@ class TestInChromium:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             try:
-                page = browser.new_page(viewport={"width": 1280, "height": 860})
+                page = browser.new_page(viewport={"width": 1360, "height": 860})
                 page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}")
                         if m.type in ("error", "warning") else None)
                 page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
