@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from simworld.drift import DRIFTS
 from simworld.errors import SimworldError
 
 if TYPE_CHECKING:
@@ -51,9 +52,8 @@ class Transport(StrEnum):
 
 
 #: Every agent kind ``--agent`` takes, for help texts.
-AGENTS_HELP = ('reference, noop, random, drift:KIND (round-each, float, scale-each, add-month, resplit), '
-               'scripted:PATH, cmd:"COMMAND", openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL) or '
-               'python:MODULE:ATTR.')
+AGENTS_HELP = (f'reference, noop, random, drift:KIND ({", ".join(DRIFTS)}), scripted:PATH, cmd:"COMMAND", '
+               'openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL) or python:MODULE:ATTR.')
 
 
 def _version(value: bool) -> None:

@@ -9,8 +9,8 @@ flips from the baseline to this run. The text and HTML reports are renderings of
 document (:func:`render_text` here, :mod:`simworld.report_html` for the page), so the
 three never disagree.
 
-Categories come from the suite (``--suite``, default the bundled one); a scenario the
-suite lacks is reported under ``unknown``.
+Categories come from the suite (``--suite``, default the bundled one); for a scenario the
+suite lacks, from the result line's own ``category`` if it has one, else ``unknown``.
 """
 
 from __future__ import annotations
@@ -91,6 +91,11 @@ def _checks_of(line: Mapping[str, Any]) -> dict[str, bool]:
     return out
 
 
+def category_of(line: Mapping[str, Any], categories: Mapping[str, str]) -> str:
+    """An episode's category: the suite's for its scenario, else its result line's own, else ``unknown``."""
+    return categories.get(str(line["scenario"])) or str(line.get("category") or "unknown")
+
+
 def episode_ref(line: Mapping[str, Any]) -> dict[str, Any]:
     """An episode's place in the grid, as a JSON object."""
     scenario, seed, trial = line_key(line)
@@ -148,7 +153,7 @@ def summarize(run: Run, categories: Mapping[str, str]) -> dict[str, Any]:
                     "pass_rate": _rate(passed, n),
                     "mean_total": round(sum(float(x["total"]) for x in lines) / n, 4) if n else 0.0},
         "pass_hat_k": pass_hat_k(full, trials) if trials > 1 and full else {},
-        "by_category": sorted(_group(lines, lambda x: categories.get(str(x["scenario"]), "unknown")),
+        "by_category": sorted(_group(lines, lambda x: category_of(x, categories)),
                               key=lambda g: g["name"]),
         "by_scenario": _group(lines, lambda x: str(x["scenario"])),
         "by_check": by_check,

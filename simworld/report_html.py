@@ -23,7 +23,7 @@ import orjson
 
 from simworld.errors import ReplayError
 from simworld.events import read_events
-from simworld.report import Run
+from simworld.report import Run, category_of
 from simworld.rundir import EVENTS, line_key
 
 __all__ = ["CHUNK", "write_html"]
@@ -62,6 +62,7 @@ def _details(run: Run, line: Mapping[str, Any]) -> dict[str, Any]:
 
 def _rows(run: Run, categories: Mapping[str, str]) -> dict[str, Any]:
     scenarios: dict[str, int] = {}
+    category: dict[str, str] = {}
     checks: dict[str, int] = {}
     outcomes: dict[str | None, int] = {}
     cols: dict[str, list[Any]] = {k: [] for k in ("scenario", "seed", "trial", "outcome", "passed", "total", "error",
@@ -69,6 +70,7 @@ def _rows(run: Run, categories: Mapping[str, str]) -> dict[str, Any]:
     for line in run.lines:
         sid, seed, trial = line_key(line)
         cols["scenario"].append(scenarios.setdefault(sid, len(scenarios)))
+        category.setdefault(sid, category_of(line, categories))
         cols["seed"].append(seed)
         cols["trial"].append(trial)
         cols["outcome"].append(outcomes.setdefault(line.get("outcome"), len(outcomes)))
@@ -78,7 +80,7 @@ def _rows(run: Run, categories: Mapping[str, str]) -> dict[str, Any]:
         cols["steps"].append((line.get("counters") or {}).get("steps", 0))
         cols["failed"].append(sorted({checks.setdefault(str(c.get("name")), len(checks))
                                       for c in line.get("checks") or () if not c.get("passed")}))
-    return {"scenarios": list(scenarios), "categories": [categories.get(s, "unknown") for s in scenarios],
+    return {"scenarios": list(scenarios), "categories": [category[s] for s in scenarios],
             "checks": list(checks), "outcomes": list(outcomes), "rows": cols}
 
 
