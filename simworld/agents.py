@@ -22,7 +22,7 @@ import importlib
 import random
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -155,10 +155,14 @@ def _import(target: str, spec: str) -> Any:
     return obj
 
 
-def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFactory:
+def build_agent_factory(spec: str, *, base_url: str | None = None,
+                        openai_options: Mapping[str, Any] | None = None) -> AgentFactory:
     """Turn an ``--agent`` spec into a factory of fresh agents, failing now on a bad spec.
 
-    ``base_url`` is for ``openai:MODEL``: any OpenAI-compatible chat completions endpoint.
+    ``base_url`` is for ``openai:MODEL``: any OpenAI-compatible chat completions endpoint
+    (default ``$OPENAI_BASE_URL``, else OpenAI's). ``openai_options`` are
+    :class:`~simworld.llm.OpenAIAgent`'s keyword arguments (max_retries, timeout_s,
+    temperature, ...), ignored by the other kinds.
     """
     if spec == "reference":
         return lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/{sc.solution_files[0]}")
@@ -179,7 +183,7 @@ def build_agent_factory(spec: str, *, base_url: str | None = None) -> AgentFacto
             raise AgentSpecError(f"--agent {spec!r}: expected openai:MODEL, e.g. openai:gpt-4o-mini.")
         from simworld.llm import openai_factory  # lazy: httpx is an optional dependency
 
-        return bounded(openai_factory(rest, base_url))
+        return bounded(openai_factory(rest, base_url, **dict(openai_options or {})))
     if kind == "cmd":
         if not rest.strip():
             raise AgentSpecError(f'--agent {spec!r}: expected cmd:"COMMAND", e.g. cmd:"python examples/agent.py".')

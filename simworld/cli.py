@@ -8,18 +8,75 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from simworld.errors import SimworldError
+from simworld.vocab import DRIFTS
 
 if TYPE_CHECKING:
+    from simworld.runner import RunResult
     from simworld.scenario import Scenario
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="A deterministic simulated billing world for evaluating and training agents.")
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  context_settings={"auto_envvar_prefix": "SIMWORLD"},
+                  help="A deterministic simulated billing world for evaluating and training agents.\n\n"
+                       "Every option can also be set by an environment variable, SIMWORLD_COMMAND_OPTION "
+                       "(e.g. SIMWORLD_RUN_SEEDS=0..9); each command's --help names them. NO_COLOR is honoured.")
+
+
+class Executor(StrEnum):
+    """Where a run's episodes are played."""
+
+    local = "local"
+    ray = "ray"
+
+
+class Split(StrEnum):
+    """Which seeds a command runs: the dev seeds as given, or each scenario's reserved holdout seeds."""
+
+    dev = "dev"
+    holdout = "holdout"
+
+
+class ExportFormat(StrEnum):
+    """``simworld export --format``."""
+
+    native = "native"
+    openai = "openai"
+    trl = "trl"
+
+
+class Transport(StrEnum):
+    """``simworld serve --transport``."""
+
+    stdio = "stdio"
+    http = "http"
+
+
+#: Every agent kind ``--agent`` takes, for help texts.
+AGENTS_HELP = (f'reference, noop, random, drift:KIND ({", ".join(DRIFTS)}), scripted:PATH, cmd:"COMMAND", '
+               'openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL) or python:MODULE:ATTR.')
+
+
+def _version(value: bool) -> None:
+    if value:
+        from simworld.runner import simworld_version
+
+        typer.echo(f"simworld {simworld_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=True,
+                                          help="Print simworld's version and exit.")] = False,
+) -> None:
+    """A deterministic simulated billing world for evaluating and training agents."""
 
 
 # click's UsageError (bad option, bad value, unknown command), found through the one subclass typer
@@ -125,13 +182,11 @@ def run(
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Scenario id; repeat for several. "
                                                                           "Default: the whole suite.")] = None,
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
-    agent: Annotated[str, typer.Option(help="reference, noop, random, drift:KIND, scripted:PATH, cmd:\"COMMAND\", "
-                                            "openai:MODEL or python:MODULE:ATTR.")]
-    = "reference",
+    agent: Annotated[str, typer.Option(help=AGENTS_HELP)] = "reference",
     out: Annotated[Path, typer.Option(help="Directory for results.jsonl, events/ and run.json.")]
     = Path("simworld-out"),
-    split: Annotated[str, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
-                                            "N-th holdout seed for each seed N).")] = "dev",
+    split: Annotated[Split, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
+                                              "N-th holdout seed for each seed N).")] = Split.dev,
     snapshot: Annotated[str | None, typer.Option(help="Run every scenario on this snapshot (e.g. large) "
                                                       "instead of its own.")] = None,
     trials: Annotated[int, typer.Option(help="Run each scenario and seed K times; report pass^k.")] = 1,
@@ -139,8 +194,8 @@ def run(
                                                   "network.")] = 1,
     workers: Annotated[int, typer.Option(help="Episodes at once on this many processes, for agents that use the "
                                               "CPU (every core: --workers $(nproc)).")] = 1,
-    executor: Annotated[str, typer.Option(help="local (this machine) or ray (Ray tasks on a cluster; needs "
-                                               "simworld[ray]).")] = "local",
+    executor: Annotated[Executor, typer.Option(help="local (this machine) or ray (Ray tasks on a cluster; needs "
+                                                    "simworld[ray]).")] = Executor.local,
     ray_address: Annotated[str | None, typer.Option(help="With --executor ray: the cluster's address "
                                                          "(ray://HOST:10001 or HOST:6379); a local Ray instance "
                                                          "when not given.")] = None,
@@ -150,18 +205,29 @@ def run(
                                                           "lacks (the arguments must match its run.json).")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the run already in --out.")] = False,
     fail_under: Annotated[float | None, typer.Option(help="Exit 1 when the mean score is below this.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="For --agent openai:MODEL: an OpenAI-compatible endpoint.")]
+    base_url: Annotated[str | None, typer.Option(help="For --agent openai:MODEL: an OpenAI-compatible endpoint. "
+                                                      "Default: $OPENAI_BASE_URL, else OpenAI's.")]
     = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Play every solution again instead of reading the "
                                                           "cached end states (see SIMWORLD_CACHE_DIR).")] = False,
+    max_retries: Annotated[int, typer.Option(help="For --agent openai:MODEL: retries of a request that failed "
+                                                  "with 408, 409, 429, 5xx or a connection error (exponential "
+                                                  "backoff with jitter; Retry-After honoured).")] = 5,
+    request_timeout: Annotated[float, typer.Option(help="For --agent openai:MODEL: seconds one request may wait "
+                                                        "for the server (the episode's timeout still applies).")]
+    = 60.0,
+    temperature: Annotated[float, typer.Option(help="For --agent openai:MODEL: the sampling temperature.")] = 0.0,
+    as_json: Annotated[bool, typer.Option("--json", envvar="SIMWORLD_RUN_JSON",
+                                          help="Print the summary as one JSON document on stdout "
+                                                         "instead of the table (progress stays on stderr).")]
+    = False,
 ) -> None:
     from simworld.agents import build_agent_factory
-    from simworld.rundir import RESULTS, read_results
     from simworld.runner import run_suite
-    _no_cache(no_cache)
     from simworld.scenario import load_suite
-    from simworld.splits import format_seeds, parse_seeds
+    from simworld.splits import parse_seeds
 
+    _no_cache(no_cache)
     if seed is not None and seeds is not None:
         raise _fail(f"--seed {seed} and --seeds {seeds!r} both given; use --seed N for one seed or --seeds for many.")
     if world is not None:
@@ -178,18 +244,25 @@ def run(
         seed_list = parse_seeds(seeds) if seeds is not None else [0 if seed is None else seed]
         if seed is not None and seed < 0:
             raise SimworldError(f"--seed {seed} is negative; seeds start at 0.")
-        factory = build_agent_factory(agent, base_url=base_url)
+        if agent.startswith("openai:"):
+            import os
+
+            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # recorded in run.json when set
+        factory = build_agent_factory(agent, base_url=base_url, openai_options={
+            "max_retries": max_retries, "timeout_s": request_timeout, "temperature": temperature})
         if world is not None:
             scenarios, seed_list, pinned = _pinned_world(world, suite, snapshot)
         else:
             scenarios = load_suite(suite, scenario, snapshot)
         run_settings: dict[str, object] = {"base_url": base_url} if base_url else {}
+        if agent.startswith("openai:") and temperature != 0.0:
+            run_settings["temperature"] = temperature  # it shapes the results, so --resume must match it
         if pinned is not None:
             run_settings["world"] = pinned  # part of what --resume must match
-        result = run_suite(scenarios, seed_list, agent, factory, out, argv=sys.argv[1:], split=split, trials=trials,
-                           concurrency=concurrency, progress=_Progress(), shard=shard_ij, resume=resume,
+        result = run_suite(scenarios, seed_list, agent, factory, out, argv=sys.argv[1:], split=split.value,
+                           trials=trials, concurrency=concurrency, progress=_Progress(), shard=shard_ij, resume=resume,
                            overwrite=overwrite, keep_results=False, snapshot=snapshot,
-                           settings=run_settings or None, workers=workers, executor=executor,
+                           settings=run_settings or None, workers=workers, executor=executor.value,
                            ray_address=ray_address)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
@@ -201,6 +274,28 @@ def run(
         raise typer.Exit(130) from None
     if pinned is not None:
         _note_world(out, pinned)
+    if as_json:  # run.json as written at the end: the summary, arguments and pass^k, for scripts
+        import orjson
+
+        from simworld.rundir import read_meta
+
+        summary = {**(read_meta(out) or {}), "out": str(out), "ran": result.ran, "resumed": result.resumed}
+        sys.stdout.buffer.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        sys.stdout.flush()
+    else:
+        _print_summary(result, out, agent, trials, world, seed_list, split.value, shard)
+    if result.harness_errors:
+        raise typer.Exit(3)
+    if result.passed != result.episodes or (fail_under is not None and result.mean_total < fail_under):
+        raise typer.Exit(1)
+
+
+def _print_summary(result: RunResult, out: Path, agent: str, trials: int, world: Path | None, seed_list: list[int],
+                   split: str, shard: str | None) -> None:
+    """The table (one row per episode, or per scenario for a sweep), pass^k, and the closing line."""
+    from simworld.rundir import RESULTS, read_results
+    from simworld.splits import format_seeds
+
     lines = read_results(out / RESULTS)
     if result.episodes <= _TABLE_ROWS:
         rows = [(r["scenario"], str(r["seed"]), *((str(r["trial"]),) if trials > 1 else ()), str(r["outcome"]),
@@ -233,10 +328,6 @@ def run(
     errors = f"; {result.harness_errors} HARNESS ERROR(S)" if result.harness_errors else ""
     typer.echo(f"{result.passed}/{result.episodes} passed, mean score {result.mean_total:.3f}{errors}; agent {agent}; "
                f"{where}; {result.ran / max(result.wall_seconds, 1e-9):.1f} episodes/s{resumed}; written to {out}/")
-    if result.harness_errors:
-        raise typer.Exit(3)
-    if result.passed != result.episodes or (fail_under is not None and result.mean_total < fail_under):
-        raise typer.Exit(1)
 
 
 def _pinned_world(path: Path, suite: Path | None, snapshot: str | None) -> tuple[list[Scenario], list[int],
@@ -336,8 +427,8 @@ def replay(
 def show(
     scenario: Annotated[str, typer.Argument(help="Scenario id.")],
     seed: Annotated[int, typer.Option(help="Dev seed to render the scenario at.")] = 0,
-    split: Annotated[str, typer.Option(help="dev only: show never prints a holdout world (that would leak it).")]
-    = "dev",
+    split: Annotated[Split, typer.Option(help="dev only: show never prints a holdout world (that would leak it).")]
+    = Split.dev,
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios. Default: the bundled suite.")] = None,
 ) -> None:
     """Show what the agent would see (request, policy, tools) and a summary of the world it acts on (dev seeds only)."""
@@ -345,7 +436,7 @@ def show(
     from simworld.show import check_showable, render_scenario
 
     try:
-        check_showable(seed, split)
+        check_showable(seed, split.value)
         (loaded,) = load_suite(suite, [scenario])
         typer.echo(render_scenario(loaded, seed))
     except SimworldError as exc:
@@ -379,8 +470,7 @@ def generate(
 @app.command()
 def probe(
     scenario: Annotated[str, typer.Option("--scenario", help="Scenario id to probe.")],
-    agent: Annotated[str, typer.Option(help="The agent: reference, drift:KIND, python:MODULE:ATTR, ...")]
-    = "reference",
+    agent: Annotated[str, typer.Option(help=AGENTS_HELP)] = "reference",
     examples: Annotated[int, typer.Option(help="At most this many perturbed worlds.")] = 200,
     seed: Annotated[int | None, typer.Option(help="Seed hypothesis's own search, for a reproducible probe "
                                                   "(as in hypothesis, a seeded search leaves the database alone).")]
@@ -439,7 +529,10 @@ def probe(
 @app.command()
 def export(
     run_dir: Annotated[Path, typer.Argument(help="A directory written by simworld run.")],
-    format: Annotated[str, typer.Option("--format", help="native, openai or trl.")] = "native",
+    format: Annotated[ExportFormat, typer.Option("--format", help="native (the whole episode and its grade), "
+                                                                  "openai (chat fine-tuning) or trl (Hugging "
+                                                                  "Face conversational).")]
+    = ExportFormat.native,
     passed_only: Annotated[bool, typer.Option("--passed-only", help="Only episodes that passed.")] = False,
     min_score: Annotated[float | None, typer.Option(help="Only episodes whose total is at least this.")] = None,
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Only this scenario; repeat for several.")]
@@ -455,12 +548,12 @@ def export(
 
     try:
         if out is None:
-            report = export_run(run_dir, format, sys.stdout.buffer, passed_only=passed_only, min_score=min_score,
+            report = export_run(run_dir, format.value, sys.stdout.buffer, passed_only=passed_only, min_score=min_score,
                                 scenarios=scenario or (), skip_bad_lines=skip_bad_lines)
         else:
             refuse_own_input(out, run_dir, "export --out")
             with atomic_output(out) as f:
-                report = export_run(run_dir, format, f, passed_only=passed_only, min_score=min_score,
+                report = export_run(run_dir, format.value, f, passed_only=passed_only, min_score=min_score,
                                     scenarios=scenario or (), skip_bad_lines=skip_bad_lines)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
@@ -484,15 +577,83 @@ def _note_incomplete(run_dir: Path, episodes: int) -> None:
         typer.echo(f"simworld: note: {note}", err=True)
 
 
+class By(StrEnum):
+    """What ``simworld report --by`` breaks a run down by."""
+
+    category = "category"
+    scenario = "scenario"
+    check = "check"
+
+
+@app.command(help="Report on a run: pass rate and mean score overall, by category and by scenario, pass^k, and the "
+                  "failure modes ranked; --compare adds the flips from a baseline run; --html writes a "
+                  "self-contained page.\n\nExit status: 0 reported; 1 with --compare, some episode regressed "
+                  "(pass -> fail); 2 bad arguments or files (or runs over different suites or seeds without "
+                  "--allow-different).")
+def report(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN", help="A directory written by simworld run (or merge).")],
+    compare: Annotated[Path | None, typer.Option(metavar="BASELINE", help="A baseline run to compare with: flips "
+                                                                         "(pass -> fail, fail -> pass), score "
+                                                                         "deltas and the checks that changed, "
+                                                                         "from BASELINE to RUN.")] = None,
+    allow_different: Annotated[bool, typer.Option("--allow-different", help="Compare runs over different suites or "
+                                                                            "seeds (their common episodes).")]
+    = False,
+    by: Annotated[list[By] | None, typer.Option("--by", help="Breakdowns in the text report; repeat for several. "
+                                                             "Default: category and scenario.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", envvar="SIMWORLD_REPORT_JSON",
+                                          help="Print the report as one JSON document.")] = False,
+    html: Annotated[Path | None, typer.Option(metavar="FILE", help="Also write a self-contained HTML report "
+                                                                   "(no network; opens from disk).")] = None,
+    suite: Annotated[Path | None, typer.Option(help="Directory of scenarios, for their categories. Default: the "
+                                                    "bundled suite.")] = None,
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip (and count) result lines that "
+                                                                          "are not JSON instead of stopping.")]
+    = False,
+) -> None:
+    from simworld.report import compare_runs, load_run, render_text, summarize
+    from simworld.report_html import write_html
+    from simworld.rundir import atomic_output, refuse_own_input
+    from simworld.scenario import load_suite
+
+    try:
+        run_ = load_run(run_dir, skip_bad_lines=skip_bad_lines)
+        baseline = load_run(compare, skip_bad_lines=skip_bad_lines) if compare is not None else None
+        categories = {s.id: s.category for s in load_suite(suite)}
+        doc = summarize(run_, categories)
+        if baseline is not None:
+            doc["compare"] = compare_runs(run_, baseline, allow_different=allow_different)
+        if html is not None:
+            refuse_own_input(html, run_dir, "report --html")
+            with atomic_output(html) as f:
+                write_html(doc, run_, categories, f)
+    except (SimworldError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.flush()
+    else:
+        typer.echo(render_text(doc, [b.value for b in by] if by else ("category", "scenario")))
+    if html is not None:
+        typer.echo(f"simworld: wrote {html} ({html.stat().st_size:,} bytes)", err=True)
+    if run_.note:
+        typer.echo(f"simworld: note: {run_.note}", err=True)
+    if baseline is not None and doc["compare"]["regressions"]:
+        raise typer.Exit(1)
+
+
 @app.command()
 def serve(
     scenario: Annotated[str, typer.Option(help="Scenario id.")],
     seed: Annotated[int, typer.Option(help="Seed that perturbs the scenario (with --split holdout: the N-th "
                                            "reserved holdout seed).")] = 0,
-    split: Annotated[str, typer.Option(help="dev (the seed as given) or holdout (the scenario's N-th reserved "
-                                            "holdout seed).")] = "dev",
-    transport: Annotated[str, typer.Option(help="stdio, or http (streamable HTTP at http://HOST:PORT/mcp).")]
-    = "stdio",
+    split: Annotated[Split, typer.Option(help="dev (the seed as given) or holdout (the scenario's N-th reserved "
+                                            "holdout seed).")] = Split.dev,
+    transport: Annotated[Transport, typer.Option(help="stdio, or http (streamable HTTP at "
+                                                      "http://HOST:PORT/mcp).")]
+    = Transport.stdio,
     out: Annotated[Path | None, typer.Option(help="Directory for results.jsonl and events/: one line and one "
                                                   "event file per episode, as it ends.")] = None,
     host: Annotated[str, typer.Option(help="Address to bind with --transport http (loopback unless "
@@ -513,7 +674,7 @@ def serve(
 
     try:
         (loaded,) = load_suite(suite, [scenario])
-        do_serve(loaded, seed, split=split, transport=transport, out=out, host=host, port=port,
+        do_serve(loaded, seed, split=split.value, transport=transport.value, out=out, host=host, port=port,
                  allow_remote=allow_remote, token=token)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
@@ -556,8 +717,8 @@ def check(
     seeds: Annotated[str, typer.Option(help="Seeds to check, A..B inclusive.")] = "0..9",
     scenario: Annotated[list[str] | None, typer.Option("--scenario", help="Scenario id; repeat for several.")]
     = None,
-    split: Annotated[str, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
-                                            "N-th holdout seed for each seed N).")] = "dev",
+    split: Annotated[Split, typer.Option(help="dev (the seeds as given) or holdout (each scenario's reserved "
+                                              "N-th holdout seed for each seed N).")] = Split.dev,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Play every solution again instead of reading the "
                                                           "cached end states (see SIMWORLD_CACHE_DIR).")] = False,
 ) -> None:
@@ -577,7 +738,7 @@ def check(
     try:
         seed_list = parse_seeds(seeds)
         for n in seed_list:
-            check_seed(n, split, "--seeds")
+            check_seed(n, split.value, "--seeds")
         scenarios = load_suite(suite, scenario)
     except SimworldError as exc:
         raise _fail(str(exc)) from None
@@ -586,7 +747,7 @@ def check(
     with TimeGuard() as guard:
         for i, sc in enumerate(scenarios):
             reports.append(check_scenario(sc, seed_list, guard, functools.partial(progress, i, len(scenarios)),
-                                          split=split))
+                                          split=split.value))
     progress(len(scenarios), len(scenarios), "done")
     head = ("scenario", "seeds", "solutions", "noop", "mutants", "killed", "equivalent", "survived", "score", "check")
     rows = [(r.scenario, str(r.seeds),
@@ -634,17 +795,45 @@ def check(
         raise typer.Exit(1)
 
 
+def _polish(command: Any) -> Any:
+    """Tidy the click command typer builds from ``app``, before it parses anything.
+
+    A repeatable option's placeholder names one value (``<str>``, as ``--scenario ID`` is
+    given once per id), not the Python list type typer would print (``<list[str]>``). The
+    top-level options (``--version``, completion) take no ``SIMWORLD_*`` variable: only the
+    commands' options do (``SIMWORLD_RUN_SEEDS``...).
+    """
+    import re
+
+    def one_value(shown: Callable[[Any], str]) -> Callable[[Any], str]:
+        return lambda ctx: re.sub(r"^<list\[(.*)\]>$", r"<\1>", shown(ctx))
+
+    for param in command.params:
+        repeated = getattr(param, "multiple", False) or getattr(param, "nargs", 1) != 1
+        if repeated and hasattr(param, "display_type_rich"):
+            param.display_type_rich = one_value(param.display_type_rich)
+    for param in command.params if hasattr(command, "commands") else ():
+        param.allow_from_autoenv = False
+        param.show_envvar = False
+    for sub in getattr(command, "commands", {}).values():
+        _polish(sub)
+    return command
+
+
 def main() -> None:
-    """Console-script entry point: usage errors are one line on stderr and exit status 2."""
+    """Console-script entry point: usage errors are one line on stderr and exit status 2.
+
+    simworld writes no colour codes, so ``NO_COLOR`` (https://no-color.org) always holds.
+    """
     try:
-        code = app(standalone_mode=False)
+        code = _polish(typer.main.get_command(app))(standalone_mode=False)
     except _UsageError as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `simworld`: the help, not an error
             typer.echo(exc.format_message())  # type: ignore[attr-defined]
             sys.exit(0)
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None else "simworld"
-        message = exc.format_message()  # type: ignore[attr-defined]
+        message = exc.format_message().replace("Value error, ", "")  # type: ignore[attr-defined]
         typer.echo(f"simworld: error: {message} (see '{where} --help')", err=True)
         sys.exit(2)
     except typer.Abort:

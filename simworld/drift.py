@@ -32,10 +32,10 @@ from simworld.dates import days_in_month
 from simworld.episode import Observation
 from simworld.money import Money, allocate, exponent
 from simworld.scenario import Step
+from simworld.vocab import DRIFTS
 
 __all__ = ["DRIFTS", "DriftAgent"]
 
-DRIFTS = ("round-each", "float", "scale-each", "add-month", "resplit", "act365")
 
 
 def _quantum(exp: int) -> Decimal:

@@ -12,8 +12,11 @@ actions, one per ``act()``:
 - a resumed agent (after a crash) rebuilds the conversation from the session log;
 - each response's ``usage`` rides on the first action made from it, so the episode's
   token counters count it once;
-- 408, 409, 429, 5xx and connection errors are retried with exponential backoff (honouring
-  ``Retry-After``), up to ``max_retries``; any other error status raises at once;
+- 408, 409, 429, 5xx and connection errors are retried with exponential backoff, up to
+  ``max_retries``; any other error status raises at once. Each wait is jittered (drawn
+  between ``1 - jitter`` and 1 times the backoff) so that many episodes throttled at once
+  do not retry in lockstep; a ``Retry-After`` is honoured, plus up to ``jitter`` times the
+  base backoff. The jitter changes only wall-clock waits, never a result;
 - with ``episode_timeout_s`` (``openai_factory`` passes the scenario's ``timeout_s``) the
   agent keeps to the episode's deadline itself, counted from its construction: no request
   may wait, and no backoff may sleep, past it, and a response still arriving when it
@@ -23,7 +26,8 @@ actions, one per ``act()``:
 - requests are deterministic where the server allows: temperature 0 and, if given,
   ``seed``.
 
-The API key is read from ``api_key_env`` (``OPENAI_API_KEY``) and sent only in the
+The endpoint is ``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's, as the official
+clients do. The API key is read from ``api_key_env`` (``OPENAI_API_KEY``) and sent only in the
 ``Authorization`` header: it is never logged, never put in an action, and scrubbed
 from every error message. httpx is an optional dependency (``simworld[openai]``);
 its successor httpx2, which has the same API, is used when httpx is absent.
@@ -36,6 +40,7 @@ import json
 import logging
 import math
 import os
+import random
 import time
 import weakref
 from collections import deque
@@ -159,15 +164,17 @@ class OpenAIAgent:
     def __init__(self, model: str, base_url: str | None = None, *, api_key_env: str = "OPENAI_API_KEY",
                  max_retries: int = 5, backoff_s: float = 0.5, timeout_s: float = 60.0,
                  temperature: float | None = 0.0, seed: int | None = None,
-                 episode_timeout_s: float | None = None) -> None:
+                 episode_timeout_s: float | None = None, jitter: float = 0.5) -> None:
         began = wall_monotonic()
         httpx = load_httpx()
         if not isinstance(model, str) or not model.strip():
             raise LLMConfigError(f"Expected a model name, as in --agent openai:gpt-4o, but got {model!r}.")
-        base = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
+        base = (base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL).strip().rstrip("/")
         if urlsplit(base).scheme not in ("http", "https") or not urlsplit(base).hostname:
             raise LLMConfigError(f"Expected --base-url as http(s)://HOST[:PORT]/PATH, e.g. http://localhost:8000/v1, "
                                  f"but got {_without_userinfo(base)!r}.")
+        if not 0.0 <= jitter <= 1.0:
+            raise LLMConfigError(f"Expected 0 <= jitter <= 1 but got jitter={jitter!r} (type={type(jitter).__name__}).")
         if max_retries < 0 or backoff_s < 0 or timeout_s <= 0:
             raise LLMConfigError(f"Expected max_retries >= 0, backoff_s >= 0 and timeout_s > 0 but got "
                                  f"{max_retries!r}, {backoff_s!r}, {timeout_s!r}.")
@@ -188,6 +195,8 @@ class OpenAIAgent:
         #: Wall-clock instant (``wall_monotonic``) past which no request or backoff may run; None for none.
         self.deadline = None if episode_timeout_s is None else began + episode_timeout_s
         self.temperature = temperature
+        self.jitter = jitter
+        self._rng = random.Random()  # wall-clock waits only: no result depends on it
         self.seed = seed
         self._secret = key
         self._httpx = httpx
@@ -324,7 +333,7 @@ class OpenAIAgent:
             payload["seed"] = self.seed
         content = json.dumps(payload, ensure_ascii=False).encode()
         for attempt in range(self.max_retries + 1):
-            wait = self.backoff_s * 2**attempt
+            wait = self.backoff_s * 2**attempt * (1.0 - self.jitter * self._rng.random())
             try:
                 response = self._post(content)
             except httpx.UnsupportedProtocol as exc:
@@ -341,7 +350,7 @@ class OpenAIAgent:
                     raise LLMAPIError(self._scrub(f"{self._where()} {failure}"), status)
                 asked = _retry_after(response.headers)
                 if asked is not None:
-                    wait = asked
+                    wait = asked + self.jitter * self.backoff_s * self._rng.random()
             if attempt == self.max_retries:
                 raise LLMAPIError(self._scrub(f"{self._where()} {failure}; gave up after {self.max_retries} "
                                               f"retr{'y' if self.max_retries == 1 else 'ies'}"), status)

@@ -23,7 +23,7 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def redact(value: Any) -> Any:
     return value
 
 
-def line_key(line: dict[str, Any]) -> Key:
+def line_key(line: Mapping[str, Any]) -> Key:
     """The grid key of a result line."""
     return (str(line["scenario"]), int(line["seed"]), int(line.get("trial", 0)))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CATEGORIES", "COUNTERS", "STOP_REASONS"]
+__all__ = ["CATEGORIES", "COUNTERS", "DRIFTS", "STOP_REASONS"]
 
 #: Scenario categories.
 CATEGORIES = ("reschedule", "split", "premium-change", "fees", "cancellation", "payments", "permissioning",
@@ -12,3 +12,5 @@ COUNTERS = ("steps", "tool_calls", "denied_calls", "error_calls", "input_tokens"
             "sim_seconds")
 #: Why an episode ended.
 STOP_REASONS = ("terminal", "agent_stopped", "max_steps", "timeout", "agent_error", "harness_error")
+#: The drifting agents (``drift:KIND``; see simworld.drift).
+DRIFTS = ("round-each", "float", "scale-each", "add-month", "resplit", "act365")

@@ -143,3 +143,97 @@ class TestErrors:
         (suite / "split-balance-three-ways" / "prompt.md").write_text("Split my {balanse} please")
         err = self._one_line(simworld("list", "--suite", str(suite)))
         assert "{balanse}" in err and "unpaid_balance" in err
+
+
+#: Every command of the CLI, for the conventions every one of them follows.
+COMMANDS = ("run", "merge", "list", "replay", "show", "generate", "probe", "export", "report", "serve", "grade",
+            "check")
+
+
+class TestConventions:
+    def test_version(self) -> None:
+        """`simworld --version` prints the installed version and exits 0."""
+        from simworld.runner import simworld_version
+
+        done = simworld("--version")
+        assert done.returncode == 0 and done.stdout == f"simworld {simworld_version()}\n"
+
+    def test_every_command_is_listed(self) -> None:
+        """The root help lists exactly the commands these tests cover, and offers shell completion."""
+        done = simworld("--help")
+        listed = done.stdout.split("Commands:")[1].split()
+        assert set(COMMANDS) <= set(listed)
+        assert "--install-completion" in done.stdout and "--show-completion" in done.stdout
+
+    def test_every_option_has_an_environment_variable_in_help(self) -> None:
+        """Each command's options are settable by SIMWORLD_COMMAND_OPTION, named in --help; no <list[...]>."""
+        import re
+
+        for command in COMMANDS:
+            text = simworld(command, "--help").stdout
+            options = set(re.findall(r"^\s+--([a-z][a-z-]*)", text, re.M)) - {"help"}
+            assert options, command
+            flat = " ".join(text.split())
+            for option in options:
+                var = "SIMWORLD_TOKEN" if (command, option) == ("serve", "token") else \
+                    f"SIMWORLD_{command.upper()}_{option.upper().replace('-', '_')}"
+                assert var in flat, (command, option, var)
+            assert "<list[" not in text, command
+
+    def test_environment_variable_sets_an_option(self, tmp_path: Path) -> None:
+        """SIMWORLD_RUN_SEEDS and SIMWORLD_RUN_SCENARIO act like --seeds and --scenario."""
+        import os
+        import sys
+
+        env = {**os.environ, "SIMWORLD_RUN_SEEDS": "3..4", "SIMWORLD_RUN_SCENARIO": "waive-small-fee"}
+        done = subprocess.run([sys.executable, "-m", "simworld", "run", "--out", str(tmp_path / "o")], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        seeds = [orjson.loads(x)["seed"] for x in (tmp_path / "o" / "results.jsonl").read_bytes().splitlines()]
+        assert seeds == [3, 4]
+
+    def test_choices_are_typed(self) -> None:
+        """--split, --format and --transport show their choices in help and refuse other values (exit 2)."""
+        assert "<dev|holdout>" in simworld("run", "--help").stdout
+        assert "<native|openai|trl>" in simworld("export", "--help").stdout
+        assert "<stdio|http>" in simworld("serve", "--help").stdout
+        for args, name in ((("run", "--split", "test"), "--split"), (("export", "x", "--format", "csv"), "--format"),
+                           (("serve", "--scenario", "waive-small-fee", "--transport", "ws"), "--transport")):
+            done = simworld(*args)
+            assert done.returncode == 2 and f"Invalid value for '{name}'" in done.stderr, done.stderr
+            assert done.stderr.count("\n") == 1 and "Value error" not in done.stderr
+
+    def test_agent_help_lists_every_kind(self) -> None:
+        """run's and probe's --agent help name every agent kind, every drift among them."""
+        from simworld.drift import DRIFTS
+
+        for command in ("run", "probe"):
+            flat = " ".join(simworld(command, "--help").stdout.split())
+            for kind in ("reference", "noop", "random", "drift:", "scripted:", "cmd:", "openai:", "python:", *DRIFTS):
+                assert kind in flat, (command, kind)
+
+    def test_run_json(self, tmp_path: Path) -> None:
+        """run --json prints the summary as one JSON document on stdout; progress stays on stderr."""
+        import os
+        import sys
+
+        env = {**os.environ, "SIMWORLD_PROGRESS_EVERY": "0"}
+        done = subprocess.run([sys.executable, "-m", "simworld", "run", "--scenario", "waive-small-fee", "--agent",
+                               "noop", "--seeds", "0..1", "--json", "--out", str(tmp_path / "o")], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, done.stderr
+        summary = orjson.loads(done.stdout)
+        assert (summary["episodes"], summary["passed"], summary["status"]) == (2, 0, "complete")
+        assert summary["out"] == str(tmp_path / "o") and "progress:" in done.stderr
+
+    def test_no_colour(self, tmp_path: Path) -> None:
+        """With NO_COLOR set (and a colour forced), no output carries an ANSI escape."""
+        import os
+        import sys
+
+        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "1", "TERM": "xterm-256color"}
+        for args in (("run", "--help"), ("run", "--sed", "1"), ("run", "--scenario", "waive-small-fee", "--out",
+                                                               str(tmp_path / "o"))):
+            done = subprocess.run([sys.executable, "-m", "simworld", *args], env=env, capture_output=True,
+                                  text=True, timeout=300)
+            assert "\x1b[" not in done.stdout + done.stderr, args

@@ -212,4 +212,4 @@ class TestCliAndHook:
         (tmp_path / "results.jsonl").write_text("")
         done = subprocess.run([sys.executable, "-m", "simworld", "export", str(tmp_path), "--format", "csv"],
                               capture_output=True, text=True)
-        assert done.returncode == 2 and "native, openai, trl" in done.stderr
+        assert done.returncode == 2 and "'csv' is not one of 'native', 'openai', 'trl'" in done.stderr

@@ -128,7 +128,7 @@ class TestCheck:
         """`check --seeds -1` and `check --split test` are one line each."""
         assert "--seeds" in _refused(_simworld(tmp_path, "check", "--scenario", SCENARIO, "--seeds", "-1"), tmp_path)
         err = _refused(_simworld(tmp_path, "check", "--scenario", SCENARIO, "--split", "test"), tmp_path)
-        assert "--split 'test' is unknown" in err
+        assert "Invalid value for '--split': 'test' is not one of 'dev', 'holdout'" in err
 
     def test_holdout_check_checks_the_reserved_seeds(self, tmp_path: Path) -> None:
         """`check --split holdout --seeds 0..1` checks the scenario's first two holdout seeds and says so."""

@@ -147,6 +147,7 @@ def sleeps(monkeypatch) -> list[float]:
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch) -> str:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     return KEY
 
 
@@ -155,7 +156,8 @@ def play(scenario, stub: Stub, **kwargs: Any) -> tuple[Any, dict[str, Any], list
     agents: list[OpenAIAgent] = []
 
     def build() -> OpenAIAgent:
-        agents.append(OpenAIAgent("stub-model", base_url=stub.base_url, **{"backoff_s": 0.01, **kwargs}))
+        options = {"backoff_s": 0.01, "jitter": 0.0, **kwargs}  # no jitter: the waits are exact
+        agents.append(OpenAIAgent("stub-model", base_url=stub.base_url, **options))
         return agents[-1]
 
     episode, result = run_one(scenario, SEED, build)
@@ -281,6 +283,28 @@ class TestRetries:
         _, result, _ = play(scenario, stub)
         assert result["passed"] and sleeps == [0.03, 0.015]
 
+    def test_backoff_has_jitter(self, scenario, stub: Stub, sleeps: list[float]) -> None:
+        """With jitter (the default, 0.5), each wait lies between half and all of the exponential backoff."""
+        for _ in range(4):
+            stub.reply("error-500", 500)
+        play(scenario, stub, max_retries=3, jitter=0.5)
+        assert len(sleeps) == 3
+        for attempt, wait in enumerate(sleeps):
+            assert 0.005 * 2**attempt <= wait <= 0.01 * 2**attempt
+
+    def test_retry_after_gets_jitter_on_top(self, scenario, stub: Stub, sleeps: list[float]) -> None:
+        """A Retry-After is waited at least in full, plus up to jitter x the base backoff."""
+        stub.reply("error-429", 429, {"Retry-After": "0.03"})
+        for name in WAIVE:
+            stub.reply(name)
+        play(scenario, stub, jitter=1.0)
+        assert len(sleeps) == 1 and 0.03 <= sleeps[0] <= 0.04
+
+    def test_bad_jitter_refused(self) -> None:
+        """jitter must lie in [0, 1]; the message shows the value and its type."""
+        with pytest.raises(LLMConfigError, match=r"jitter=2 \(type=int\)"):
+            OpenAIAgent("stub-model", "http://127.0.0.1:9/v1", jitter=2)
+
     def test_gives_up_after_max_retries(self, scenario, stub: Stub, sleeps: list[float]) -> None:
         """After max_retries failures the error is raised and the episode is recorded as errored."""
         for _ in range(3):
@@ -296,7 +320,7 @@ class TestRetries:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]  # closed again at once: nothing listens there
         _, result = run_one(scenario, SEED, lambda: OpenAIAgent("stub-model", f"http://127.0.0.1:{port}/v1",
-                                                                max_retries=2, backoff_s=0.01))
+                                                                max_retries=2, backoff_s=0.01, jitter=0.0))
         assert sleeps == [0.01, 0.02]
         assert result["stop_reason"] == "agent_error" and "could not reach the server" in result["error"]
 
@@ -345,6 +369,12 @@ class TestApiKey:
         monkeypatch.setenv("MY_KEY", "")
         with pytest.raises(LLMConfigError, match="MY_KEY"):
             OpenAIAgent("gpt-4o", "https://api.openai.com/v1/", api_key_env="MY_KEY")
+
+    def test_base_url_from_environment(self, monkeypatch) -> None:
+        """Without base_url, OPENAI_BASE_URL names the endpoint, as in the official clients; base_url wins."""
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/")
+        assert OpenAIAgent("m").base_url == "http://127.0.0.1:9/v1"
+        assert OpenAIAgent("m", "http://127.0.0.1:8/v1").base_url == "http://127.0.0.1:8/v1"
 
     def test_missing_key_allowed_for_custom_base_url(self, scenario, stub: Stub, monkeypatch) -> None:
         """A local server needs no key: no Authorization header is sent."""
