@@ -18,6 +18,7 @@ phrasing), below the family's ``holdout_share``: the two splits never share one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import random
@@ -304,7 +305,10 @@ def generate(families: list[Family], count: int, seed: int, out: Path, split: st
     lines = []
     out.mkdir(parents=True, exist_ok=True)
     for family in families:
-        done = draw(family, count, seed, split, (lambda n, f=family.name: progress(f, n)) if progress else None)
+        report: Callable[[int], None] | None = None
+        if progress is not None:
+            report = functools.partial(progress, family.name)
+        done = draw(family, count, seed, split, report)
         results[family.name] = done
         for inst in done.instances:
             write_instance(family, inst, seed, out)

@@ -223,7 +223,8 @@ _PRICING = _fixed(
     + "; rate, pricing and underwriting decisions must be escalated (rule escalation). Nothing has been changed.",
     texts=lambda p: {"ask": {"interest_rate": "Could you lower the interest rate on my instalment plan?",
                              "discount": "Could you give me a loyalty discount on my premium?",
-                             "underwriting": "I'd like to add cover for a new garden studio to my policy."}[p["topic"]]})
+                             "underwriting": "I'd like to add cover for a new garden studio to my policy."}
+                     [p["topic"]]})
 _VAGUE_SPLIT = _fixed(
     "request_information", "vague_split", ("wording",),
     lambda p: "Happy to help. Into how many monthly instalments (between 2 and 12, the last one within your "

@@ -107,7 +107,8 @@ def load_family(directory: Path, loader: SnapshotLoader | None = None) -> Family
             raise FamilyError(f"{path}: fixtures[{n}] names no fee, but the family's waive intent needs one.")
     for cur in data["world"].get("currencies", []):
         if cur not in snapshot.policy.rates:
-            raise FamilyError(f"{path}: world.currencies has {cur!r}; known: {', '.join(sorted(snapshot.policy.rates))}.")
+            known = ", ".join(sorted(snapshot.policy.rates))
+            raise FamilyError(f"{path}: world.currencies has {cur!r}; known: {known}.")
     phrasings = _phrasings(directory / "phrasings.md", data["phrasings"])
     return Family(
         name=data["family"], path=directory, category=data["category"], description=data["description"],

@@ -224,7 +224,7 @@ def _act(intents: Sequence[tuple[Intent, Mapping[str, Any]]], done: list[int], r
             labels.append(label)
         for extra in reads_refused:
             reads += extra
-        summaries = [intents[k][0].summary(intents[k][1]) for k in done]
+        summaries: list[Any] = [intents[k][0].summary(intents[k][1]) for k in done]
         if any(isinstance(s, dict) for s in summaries):  # a figure the closing text states as quoted
             ref = next(s for s in summaries if isinstance(s, dict))
             summary: Any = {"$ref": tags[done[0]] + ref["$ref"]}
@@ -301,7 +301,7 @@ def _refuse(intents: Sequence[tuple[Intent, Mapping[str, Any]]], verdicts: Seque
                                            Call(tool, {arg: text})])}
     if fixed:
         solutions["without-read"] = _assemble([Call(tool, {arg: text})])
-        steps = [{"id": "answer", "tool": tool}]
+        steps: list[dict[str, Any]] = [{"id": "answer", "tool": tool}]
     else:
         steps = [{"id": f"{tags[k]}read", **i.read_step(p)} for k, (i, p) in enumerate(intents)]
         steps.append({"id": "answer", "tool": tool, "after": [s["id"] for s in steps]})
