@@ -795,6 +795,59 @@ def check(
         raise typer.Exit(1)
 
 
+families_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                           help="Task families: list them, generate scenario directories from them.")
+app.add_typer(families_app, name="families")
+
+
+@families_app.command("list")
+def families_list(root: Annotated[Path | None, typer.Option(help="Directory of families. Default: the bundled "
+                                                                  "ones.")] = None) -> None:
+    """Name the families, one per line, then a description (category and intents)."""
+    from simworld.families import load_families
+
+    try:
+        families = load_families(root)
+    except SimworldError as exc:
+        raise _fail(str(exc)) from None
+    for f in families:
+        intents = "+".join(i.name for i, _ in f.intents)
+        typer.echo(f"{f.name:<30} {f.category:<15} {intents:<18} {f.description}")
+
+
+@families_app.command("generate")
+def families_generate(
+    family: Annotated[list[str], typer.Argument(help="Families to draw from ('all' for every one).")],
+    out: Annotated[Path, typer.Option(help="Where to write the scenario directories (and index.jsonl).")],
+    count: Annotated[int, typer.Option(help="Instances per family.")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of the draw; the same seed writes the same bytes.")] = 0,
+    split: Annotated[Split, typer.Option(help="dev, or holdout: the family's reserved part of its parameter "
+                                              "space.")] = Split.dev,
+    root: Annotated[Path | None, typer.Option(help="Directory of families. Default: the bundled ones.")] = None,
+) -> None:
+    """Generate COUNT distinct instances of each FAMILY as ordinary scenario directories under OUT."""
+    from simworld.families import generate as make
+    from simworld.families import load_families
+
+    if count < 1:
+        raise _fail(f"--count {count}: expected a count >= 1.")
+    try:
+        results = make(load_families(root, family), count, seed, out, split.value)
+    except (SimworldError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    total = 0
+    for name, done in results.items():
+        total += len(done.instances)
+        skipped = ", ".join(f"{k}: {v}" for k, v in sorted(done.skipped.items())) or "none"
+        typer.echo(f"{name:<30} {len(done.instances)} written; skipped {skipped}")
+        for line in done.disagreements:
+            typer.echo(f"  SOLVER DISAGREES WITH THE WORLD {line}", err=True)
+    typer.echo(f"wrote {total} scenario(s) to {out} ({split.value} split, seed {seed}); check them with: "
+               f"simworld check --suite {out}")
+    if any(d.disagreements for d in results.values()):
+        raise typer.Exit(1)
+
+
 def _polish(command: Any) -> Any:
     """Tidy the click command typer builds from ``app``, before it parses anything.
 

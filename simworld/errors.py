@@ -99,3 +99,7 @@ def describe_exception(exc: BaseException, *, frames: bool = False) -> str:
     lines = [f"{type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
     lines += [f"  {Path(f.filename).name}:{f.lineno} in {f.name}" for f in tb]
     return "\n".join(lines)
+
+
+class FamilyError(SimworldError, ValueError):
+    """A task family's manifest, phrasings or solver is wrong, or its parameter space cannot give what was asked."""

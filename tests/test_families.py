@@ -1,0 +1,124 @@
+"""Task families: generation is deterministic and de-duplicated, holdout is disjoint, and the ground truth is proven."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from simworld.check import check_scenario
+from simworld.errors import FamilyError
+from simworld.families import generate as make
+from simworld.families import in_holdout, load_families
+from simworld.scenario import load_suite
+from simworld.vocab import CATEGORIES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tree(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+class TestManifests:
+    def test_bundled_families_cover_the_catalogue(self) -> None:
+        """At least 12 families, every category, and at least two multi-intent ones."""
+        families = load_families()
+        assert len(families) >= 12
+        assert {f.category for f in families} == set(CATEGORIES)
+        assert sum(1 for f in families if len(f.intents) == 2) >= 2
+
+    def test_unknown_key_is_refused(self, tmp_path: Path) -> None:
+        """family.json is a closed schema: an unknown key names the file and the key."""
+        src = ROOT / "families" / "split-into-n"
+        dst = tmp_path / "families" / "split-into-n"
+        dst.mkdir(parents=True)
+        data = orjson.loads((src / "family.json").read_bytes())
+        data["colour"] = "blue"
+        (dst / "family.json").write_bytes(orjson.dumps(data))
+        (dst / "phrasings.md").write_bytes((src / "phrasings.md").read_bytes())
+        with pytest.raises(FamilyError, match="colour"):
+            load_families(tmp_path / "families")
+
+
+class TestGenerate:
+    def test_same_seed_same_bytes_in_another_process(self, tmp_path: Path) -> None:
+        """The same seed writes the same bytes, here and in a process with another PYTHONHASHSEED."""
+        make(load_families(names=["split-and-waive", "waive-late-fee"]), 4, 7, tmp_path / "a")
+        env = {**os.environ, "PYTHONHASHSEED": "12345"}
+        done = subprocess.run([sys.executable, "-m", "simworld", "families", "generate", "split-and-waive",
+                               "waive-late-fee", "--count", "4", "--seed", "7", "--out", str(tmp_path / "b")],
+                              capture_output=True, text=True, env=env, cwd=ROOT)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+        make(load_families(names=["split-and-waive", "waive-late-fee"]), 4, 8, tmp_path / "c")
+        assert _tree(tmp_path / "a") != _tree(tmp_path / "c")
+
+    def test_instances_are_distinct(self, tmp_path: Path) -> None:
+        """No two instances of a generation are the same request, and at least 95% of the requests read differently."""
+        results = make(load_families(names=["move-due-day"]), 40, 3, tmp_path)
+        ids = [i.id for i in results["move-due-day"].instances]
+        assert len(ids) == len(set(ids)) == 40
+        prompts = [s.request(s.instance(0).vars) for s in load_suite(tmp_path)]  # as the agent reads them
+        assert len(set(prompts)) >= 0.95 * len(prompts)
+
+    def test_holdout_is_disjoint_from_dev(self, tmp_path: Path) -> None:
+        """--split holdout draws only parameter points reserved for holdout; dev never draws one."""
+        (family,) = load_families(names=["split-into-n"])
+        dev = make([family], 20, 1, tmp_path / "dev")["split-into-n"].instances
+        hold = make([family], 20, 1, tmp_path / "hold", split="holdout")["split-into-n"].instances
+
+        def point(i: object) -> dict[str, object]:
+            return {"fixture": i.fixture, "params": list(i.params), "recovery": i.recovery}  # type: ignore[attr-defined]
+
+        assert all(not in_holdout(family, point(i)) for i in dev)
+        assert all(in_holdout(family, point(i)) for i in hold)
+        assert not {orjson.dumps(point(i)) for i in dev} & {orjson.dumps(point(i)) for i in hold}
+
+    def test_asking_for_more_than_the_space_holds_is_one_error(self, tmp_path: Path) -> None:
+        """A family whose split cannot give COUNT distinct instances says how many it found."""
+        with pytest.raises(FamilyError, match="found only"):
+            make(load_families(names=["split-vague-count"]), 5000, 1, tmp_path)
+
+    def test_cli_list_and_generate(self, tmp_path: Path) -> None:
+        """`simworld families list` names every family; generate writes scenarios `simworld list` reads."""
+        done = subprocess.run([sys.executable, "-m", "simworld", "families", "list"], capture_output=True, text=True,
+                              cwd=ROOT)
+        assert done.returncode == 0 and "split-into-n" in done.stdout
+        done = subprocess.run([sys.executable, "-m", "simworld", "families", "generate", "payoff-quote", "--count",
+                               "2", "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        listed = subprocess.run([sys.executable, "-m", "simworld", "list", "--suite", str(tmp_path)],
+                                capture_output=True, text=True, cwd=ROOT)
+        assert listed.returncode == 0 and listed.stdout.count("payoff-quote-") == 2
+        bad = subprocess.run([sys.executable, "-m", "simworld", "families", "generate", "nope", "--out",
+                              str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+        assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+@pytest.mark.slow
+class TestGroundTruth:
+    def test_every_family_checks(self, tmp_path: Path) -> None:
+        """3 instances of every family at 2 seeds: every solution passes, noop fails, every real mutant is killed;
+        the reference agent passes every one and the do-nothing agent fails every one."""
+        make(load_families(), 3, 11, tmp_path)
+        scenarios = load_suite(tmp_path)
+        outcomes = set()
+        for scenario in scenarios:
+            report = check_scenario(scenario, [0, 5])
+            assert report.ok, (scenario.id, report.broken_solutions, report.solution_failures, report.noop_passes,
+                               [(o.mutant.description, o.reason) for o in report.outcomes if o.status == "survived"])
+            outcomes.update(scenario.allowed_outcomes)
+        assert outcomes == {"act", "decline", "escalate", "request_information"}
+        for agent, code in (("reference", 0), ("noop", 1)):
+            out = tmp_path.parent / f"run-{agent}"
+            done = subprocess.run([sys.executable, "-m", "simworld", "run", "--suite", str(tmp_path), "--agent", agent,
+                                   "--seed", "3", "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+            assert done.returncode == code, done.stdout[-2000:] + done.stderr[-2000:]
+            lines = [orjson.loads(x) for x in (out / "results.jsonl").read_bytes().splitlines()]
+            assert len(lines) == len(scenarios)
+            assert all(x["passed"] is (agent == "reference") for x in lines)
