@@ -187,12 +187,17 @@ def _ids_in(value: Any) -> set[str]:
 
 
 class _Known:
-    """The amounts and dates the agent may state: the target's, and what it was shown about the target."""
+    """The amounts and dates the agent may state: the target's, and what it was shown about the target.
+
+    What the calls showed (their arguments and results) is read only when a figure is not
+    already known from the records, the request and the policy: most texts never need it.
+    """
 
     def __init__(self, episode: Any) -> None:
         self.amounts: set[Decimal] = set()
         self.dates: set[date] = set()
-        mine = _target_ids(episode)
+        self._episode = episode
+        self._calls_read = False
         for state in (episode.initial_state, episode.final_state):
             for record in _target_records(episode, state):
                 amounts, dates = memo(record, "_comms_figures", _record_figures)
@@ -203,16 +208,33 @@ class _Known:
                     owed = sum(i.amount.minor for i in plan.instalments if i.status in UNPAID)
                     self._amount(Decimal(owed).scaleb(-exponent(plan.currency)))
         for e in episode.events:
-            if e.status != "ok" or e.tool in TEXT_ARGS:
-                continue
-            if _ids_in(e.args) <= mine:  # a call about the target (or about nobody): what it showed is theirs
-                self._absorb(e.args)
-                self._absorb(e.result)
-            self._date_text(e.at)  # the simulated day of the call: "from today", "as of today"
+            if e.status == "ok" and e.tool not in TEXT_ARGS:
+                self._date_text(e.at)  # the simulated day of the call: "from today", "as of today"
         for text in (episode.request, episode.policy_text):
             for amount, _cur, _exp in _money_in(text):
                 self._amount(amount)
             self.dates.update(d for d, _ in _dates_in(text))
+
+    def complete(self) -> _Known:
+        """Read what the calls about the target showed, too (once)."""
+        if not self._calls_read:
+            self._calls_read = True
+            mine = _target_ids(self._episode)
+            for e in self._episode.events:
+                if e.status != "ok" or e.tool in TEXT_ARGS:
+                    continue
+                if _ids_in(e.args) <= mine:  # a call about the target (or about nobody): what it showed is theirs
+                    self._absorb(e.args)
+                    self._absorb(e.result)
+        return self
+
+    def has_amount(self, value: Decimal) -> bool:
+        """Whether ``value`` (normalised) is a known amount."""
+        return value in self.amounts or value in self.complete().amounts
+
+    def has_date(self, value: date) -> bool:
+        """Whether ``value`` is a known date."""
+        return value in self.dates or value in self.complete().dates
 
     def _amount(self, value: Decimal) -> None:
         self.amounts.add(value.normalize())
@@ -310,7 +332,7 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
             why = None
             if currency is not None and currencies and currency not in currencies:
                 why = f"in {currency}, not the plan's {'/'.join(sorted(currencies))}"
-            elif value.normalize() not in known.amounts:
+            elif not known.has_amount(value.normalize()):
                 why = "not an amount of this customer's records or of anything quoted to the agent"
             else:
                 places = exponents.get(currency or "") if currency else (
@@ -321,7 +343,7 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
                 bad.append({"seq": seq, "tool": tool, "figure": f"{value}{' ' + currency if currency else ''}",
                             "why": why})
         for when, written in _dates_in(text):
-            if when not in known.dates:
+            if not known.has_date(when):
                 bad.append({"seq": seq, "tool": tool, "figure": written,
                             "why": "not a date of this customer's records or of anything quoted to the agent"})
     detail = ("every amount and date stated is the customer's own" if not bad else

@@ -226,7 +226,7 @@ def _comms_mutants(scenario: Scenario, reference: Episode, actions: list[dict[st
                 changed = {"tool": a["tool"], "args": {**a["args"], "customer_id": others[0]}}
                 out.append(Mutant("retarget", f"address call {i} ({a['tool']}) to {others[0]}",
                                   tuple(actions[:i] + [changed] + actions[i + 1:])))
-    known = _Known(reference)
+    known = _Known(reference).complete()
     foreign = _foreign_amount(initial, target, plan.currency, known.amounts)
     texts = [(i, a) for i, a in enumerate(actions) if a["tool"] in TEXT_ARGS]
     if foreign is not None:

@@ -39,6 +39,7 @@ __all__ = [
     "Policy",
     "PremiumChange",
     "Record",
+    "canonical_json",
     "json_bytes",
     "memo",
     "record_from_json",
@@ -237,9 +238,23 @@ for _cls in (*MODELS.values(), Instalment):
     attrs.resolve_types(_cls)
 
 
-def _dump(value: Any) -> Any:
-    real_date, real_datetime = _REAL_DATE_TYPES
+#: Each record class's field names, in declaration order.
+_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _names(cls: type[Any]) -> tuple[str, ...]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
+    return names
+
+
+def _dump(value: Any, canonical: bool) -> Any:
+    """One field's JSON value; a record inside a record is its own (cached) bytes, embedded as they are."""
     kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value
+    real_date, real_datetime = _REAL_DATE_TYPES
     if kind is Money:
         return str(value)
     if kind is real_datetime or (kind is not real_date and isinstance(value, real_datetime)):
@@ -247,9 +262,9 @@ def _dump(value: Any) -> Any:
     if kind is real_date or isinstance(value, real_date):
         return value.isoformat()
     if kind is tuple:
-        return [_dump(v) for v in value]
+        return [_dump(v, canonical) for v in value]
     if attrs.has(kind):
-        return orjson.loads(json_bytes(value))
+        return orjson.Fragment(canonical_json(value) if canonical else json_bytes(value))
     return value
 
 
@@ -259,11 +274,16 @@ def json_bytes(record: Any) -> bytes:
     Records are immutable, so the bytes are kept on the record; a change makes a new
     record (``attrs.evolve``) with none.
     """
-    cached: bytes | None = record.__dict__.get("_json_bytes")
-    if cached is None:
-        cached = orjson.dumps({f.name: _dump(getattr(record, f.name)) for f in attrs.fields(type(record))})
-        object.__setattr__(record, "_json_bytes", cached)
-    return cached
+    return memo(record, "_json_bytes",
+                lambda r: orjson.dumps({name: _dump(getattr(r, name), False) for name in _names(type(r))}))
+
+
+def canonical_json(record: Any) -> bytes:
+    """The record's canonical JSON (keys sorted at every level, no whitespace) as bytes, computed once per record:
+    what its digest is taken of."""
+    return memo(record, "_canonical_json",
+                lambda r: orjson.dumps({name: _dump(getattr(r, name), True) for name in _names(type(r))},
+                                       option=orjson.OPT_SORT_KEYS))
 
 
 def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:

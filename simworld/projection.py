@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from simworld.models import BUSINESS_TABLES, COMMS_TABLES, to_json
+from simworld.models import BUSINESS_TABLES, COMMS_TABLES, memo, to_json
 from simworld.state import State
 
 __all__ = ["Projection", "diff", "group_key", "project", "record_paths", "touched"]
@@ -49,18 +49,37 @@ def group_key(state: State, table: str, rid: str) -> tuple[str, str]:
 
 def record_paths(state: State, table: str, key: str) -> Projection:
     """The projected paths of one record in ``state``; for payments and credits, ``key`` is the plan
-    id and every payment (credit) of that plan is projected by its position."""
-    out: Projection = {}
+    id and every payment (credit) of that plan is projected by its position.
+
+    A record's paths depend on the record alone (and a payment's or credit's on its position),
+    so each is computed once per record; the mapping returned is shared: read it, never change it.
+    """
     if table in _BY_PARENT:
+        out: Projection = {}
         for n, sibling in enumerate(state.children(table, _BY_PARENT[table], key)):
-            data = {k: v for k, v in to_json(sibling).items() if k not in _GENERATED[table]}
-            _flatten(f"{table}/{key}/{n}", data, out)
+            prefix = f"{table}/{key}/{n}"
+            for suffix, value in memo(sibling, "_paths_" + table, _sibling_paths):
+                out[prefix + suffix] = value
         return out
     record = state.get(table, key)
     if record is None:
-        return out
+        return {}
+    if key != record.id:  # a record filed under another id than its own: not the shared form
+        return _own_paths(record, table, key)
+    return memo(record, "_paths_" + table, lambda r: _own_paths(r, table, r.id))
+
+
+def _sibling_paths(record: Any) -> tuple[tuple[str, Any], ...]:
+    """A payment's or credit's paths below its position, generated identifiers left out."""
+    table = type(record).table
+    out: Projection = {}
+    _flatten("", {k: v for k, v in to_json(record).items() if k not in _GENERATED[table]}, out)
+    return tuple(out.items())
+
+
+def _own_paths(record: Any, table: str, rid: str) -> Projection:
+    out: Projection = {}
     data = to_json(record)
-    rid = key
     if table in _COMMS:
         # What the agent said is filed under whom it was said to ('-': nobody named), so a message to
         # another customer is a change outside the target like any other.

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import orjson
 
-from simworld.models import BUSINESS_TABLES, TABLES, json_bytes, memo
+from simworld.models import BUSINESS_TABLES, TABLES, canonical_json, memo
 
 __all__ = ["Base", "State", "canonical_bytes", "record_digest"]
 
@@ -40,7 +40,7 @@ def canonical_bytes(value: Any) -> bytes:
 def record_digest(table: str, record: Any) -> int:
     """A 128-bit digest of one record in ``table``, as an int (computed once per record and table)."""
     def compute(r: Any) -> int:
-        data = table.encode() + b"\0" + canonical_bytes(orjson.loads(json_bytes(r)))
+        data = table.encode() + b"\0" + canonical_json(r)
         return int.from_bytes(hashlib.blake2b(data, digest_size=16).digest(), "big")
 
     return memo(record, "_digest_" + table, compute)
