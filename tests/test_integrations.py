@@ -38,7 +38,8 @@ class TestLazyImports:
     def test_a_missing_extra_is_one_line_naming_the_install(self) -> None:
         """Importing an integration without its package raises MissingDependency naming pip install 'simworld[x]'."""
         for module, package, extra in (("simworld.inspect", "inspect_ai", "inspect"),
-                                       ("simworld.gym", "gymnasium", "gym")):
+                                       ("simworld.gym", "gymnasium", "gym"),
+                                       ("simworld.verifiers", "verifiers", "verifiers")):
             code = (f"import sys\nsys.modules[{package!r}] = None\n"
                     "from simworld.errors import MissingDependency\n"
                     f"try:\n    import {module}\nexcept MissingDependency as exc:\n    print(exc)\n")
