@@ -179,6 +179,17 @@ class TestReference:
         assert first["messages"][0]["role"] == "system" and first["tools"]
 
 
+    def test_groups_of_rollouts_as_grpo_samples_them(self, tmp_path: Path) -> None:
+        """Several rollouts per row (a GRPO group) are separate episodes: each graded, each written as its own trial."""
+        env = load_environment(scenario="waive-small-fee,split-yen-seven-ways", seeds=0, out=tmp_path)
+        results = env.evaluate_sync(client=reference_client("0"), model="scripted",  # type: ignore[arg-type]
+                                    rollouts_per_example=3, state_columns=["simworld"])
+        outputs = results["outputs"]
+        assert len(outputs) == 6 and all(o["reward"] == 1.0 for o in outputs)
+        lines = [orjson.loads(b) for b in (tmp_path / "results.jsonl").read_bytes().splitlines()]
+        assert sorted((x["scenario"], x["trial"]) for x in lines) == sorted(
+            (s, t) for s in ("waive-small-fee", "split-yen-seven-ways") for t in range(3))
+
 def _reference_agent(scenario: Any, seed: int) -> StepsAgent:
     env = Environment(scenario, seed)
     env.reset()
