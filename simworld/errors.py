@@ -17,6 +17,11 @@ class SimworldError(Exception):
     """Root of every error simworld raises on purpose."""
 
 
+class MissingDependency(SimworldError, ImportError):
+    """An optional dependency a command or an integration needs is not installed; the message says how to
+    install it (``pip install 'simworld[EXTRA]'``)."""
+
+
 class MoneyError(SimworldError, ValueError):
     """An amount or a currency that cannot be represented exactly."""
 

@@ -95,7 +95,8 @@ def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: 
                 scenario, seed, trial = todo[index]
                 yield todo[index], harness_line(
                     scenario.id, seed, trial, agent_name, None,
-                    f"while running: the worker process playing it died {attempts[index]} times"), None, "lost"
+                    f"while running: the worker process playing it died {attempts[index]} times",
+                    category=scenario.category), None, "lost"
                 continue
             try:
                 line, events, worker = future.result()
@@ -152,7 +153,8 @@ def on_ray(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: Path |
             except Exception as exc:  # the task failed beyond its retries: the episode is recorded, not lost
                 scenario, seed, trial = todo[index]
                 yield todo[index], harness_line(scenario.id, seed, trial, agent_name, None,
-                                                f"while running on Ray: {type(exc).__name__}: {exc}"), None, "lost"
+                                                f"while running on Ray: {type(exc).__name__}: {exc}",
+                                                category=scenario.category), None, "lost"
                 continue
             yield todo[index], line, events, worker
     finally:

@@ -48,6 +48,9 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from simworld.chat import RESUME_NOTE, opening, resumed
+from simworld.chat import json_text as _json_text
+from simworld.chat import tool_content as _tool_content
 from simworld.clock import wall_monotonic, wall_time
 from simworld.episode import Observation
 from simworld.errors import AgentTimeout, SimworldError
@@ -116,19 +119,6 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def _tool_content(status: str | None, result: Any) -> str:
-    """A tool message's content: the result as JSON text, or the error with its status."""
-    if status in (None, "ok"):
-        return _json_text(result)
-    if isinstance(result, dict):
-        return _json_text({"status": status, **result})
-    return _json_text({"status": status, "error": result})
-
-
 def _retry_after(headers: Any) -> float | None:
     """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``: seconds or an HTTP date)."""
     raw_ms = headers.get("retry-after-ms")
@@ -158,8 +148,7 @@ class OpenAIAgent:
     #: Longest single wait between retries, whatever Retry-After says.
     max_wait_s = 60.0
     #: Told to the model after a crash, below the rebuilt conversation; None to say nothing.
-    resume_note: str | None = ("The session was restarted after an interruption. The calls above are from the "
-                               "session log, which may have missed the last call; the records are as they are now.")
+    resume_note: str | None = RESUME_NOTE
 
     def __init__(self, model: str, base_url: str | None = None, *, api_key_env: str = "OPENAI_API_KEY",
                  max_retries: int = 5, backoff_s: float = 0.5, timeout_s: float = 60.0,
@@ -221,8 +210,7 @@ class OpenAIAgent:
         if observation.resumed:
             self._resume(observation)
         elif not self.messages:
-            self.messages = [{"role": "system", "content": observation.policy},
-                             {"role": "user", "content": observation.request}]
+            self.messages = opening(observation)
         elif self._awaiting is not None:
             self.messages.append({"role": "tool", "tool_call_id": self._awaiting,
                                   "content": _tool_content(observation.last_status, observation.last_result)})
@@ -257,19 +245,7 @@ class OpenAIAgent:
         """Rebuild the conversation from the session log a resumed agent is given."""
         self._queue.clear()
         self._awaiting = None
-        self.messages = [{"role": "system", "content": observation.policy},
-                         {"role": "user", "content": observation.request}]
-        for entry in observation.history:
-            if not entry.get("tool"):
-                continue  # an action that was not a tool call has no place in a chat transcript
-            call_id = f"call_{entry.get('seq')}"
-            self.messages.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": call_id, "type": "function",
-                 "function": {"name": entry["tool"], "arguments": _json_text(entry.get("args", {}))}}]})
-            self.messages.append({"role": "tool", "tool_call_id": call_id,
-                                  "content": _tool_content(entry.get("status"), entry.get("result"))})
-        if self.resume_note:
-            self.messages.append({"role": "user", "content": self.resume_note})
+        self.messages = resumed(observation, self.resume_note)
 
     def _next(self) -> dict[str, Any]:
         call = self._queue.popleft()

@@ -68,7 +68,7 @@ import attrs
 
 from simworld.clock import wall_monotonic
 from simworld.episode import Environment, Episode
-from simworld.errors import SimworldError, describe_exception
+from simworld.errors import MissingDependency, describe_exception
 from simworld.mcp_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access
 from simworld.rundir import EVENTS, RESULTS, ResultsFile
 from simworld.runner import (
@@ -100,10 +100,6 @@ ENDED_BY_DISCONNECT = "the client disconnected before a terminal call"
 _MISSING_MCP = "simworld serve requires the optional dependency mcp. Install with: pip install 'simworld[mcp]'"
 _NO_SESSION = ("This server plays one episode per MCP session, and this call belongs to none: open a session "
                "(initialize) and call the tools within it.")
-
-
-class MissingDependency(SimworldError, ImportError):
-    """An optional dependency a command needs is not installed."""
 
 
 @attrs.frozen
@@ -250,7 +246,7 @@ class EpisodeSession:
             line = graded_line(scenario, episode, trial=trial)
         except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
             line = harness_line(scenario.id, seed, trial, episode.agent, episode,
-                                "while grading: " + describe_exception(exc, frames=True))
+                                "while grading: " + describe_exception(exc, frames=True), category=scenario.category)
         finish_episode(scenario, episode, line, out, trial)
         if out is not None:
             try:

@@ -136,7 +136,7 @@ def graded_line(scenario: Scenario, episode: Episode, solutions: Sequence[State]
     """
     if solutions is None:
         solutions = solution_end_states(scenario, episode.seed)
-    return {**result_line(episode, grade(scenario, episode, solutions)), "trial": trial}
+    return {**result_line(episode, grade(scenario, episode, solutions)), "category": scenario.category, "trial": trial}
 
 
 def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> tuple[State, ...]:
@@ -466,7 +466,7 @@ def play_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Pa
         line = graded_line(scenario, episode, solution_end_states(scenario, seed, guard), trial)
     except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
         line = harness_line(scenario.id, seed, trial, agent_name, episode,
-                            f"while {stage}: " + describe_exception(exc, frames=True))
+                            f"while {stage}: " + describe_exception(exc, frames=True), category=scenario.category)
     if episode is None:
         return line, None
     return line, _hooks_and_events(scenario, episode, line, out, trial)
@@ -509,16 +509,20 @@ def finish_episode(scenario: Scenario, episode: Episode, line: dict[str, Any], o
 
 
 def harness_line(scenario_id: str, seed: int, trial: int, agent: str, episode: Episode | None,
-                 error: str) -> dict[str, Any]:
-    """The result line of an episode the harness could not finish: every field present, failed, scored 0."""
+                 error: str, *, category: str | None = None) -> dict[str, Any]:
+    """The result line of an episode the harness could not finish: every field present, failed, scored 0.
+
+    ``category`` is the scenario's category (None when even the scenario is unknown).
+    """
     grading: dict[str, Any] = {
         "passed": False, "total": 0.0, "parts": {}, "outcome_class_correct": False, "state_diff": [],
         "step_scores": {}, "order_violations": [], "unauthorised_actions": [], "forbidden_changes": [],
         "checks": [{"name": "harness", "passed": False, "detail": error.splitlines()[0]}], "harness_error": error,
     }
     if episode is not None:
-        return {**result_line(episode, grading), "trial": trial, "hook_errors": []}
-    return {"scenario": scenario_id, "seed": seed, "agent": agent, "outcome": None, "stop_reason": "harness_error",
+        return {**result_line(episode, grading), "category": category, "trial": trial, "hook_errors": []}
+    return {"scenario": scenario_id, "category": category, "seed": seed, "agent": agent, "outcome": None,
+            "stop_reason": "harness_error",
             "error": error.splitlines()[0], **grading, "counters": dict.fromkeys(COUNTERS, 0), "state_hash": None,
             "events_hash": None, "trial": trial, "hook_errors": []}
 

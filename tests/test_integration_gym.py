@@ -1,0 +1,180 @@
+"""The Gymnasium environment: JSON text in and out, a sparse final reward, simworld run's world and grade."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import gymnasium
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from simworld.agents import StepsAgent
+from simworld.episode import Observation
+from simworld.errors import ScenarioError
+from simworld.gym import ENV_ID, SimworldEnv
+from simworld.runner import run_one
+
+
+def observation(text: str) -> Observation:
+    """An observation text back as simworld's Observation (what a simworld agent reads)."""
+    data = json.loads(text)
+    return Observation(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def play(env: SimworldEnv, agent: Any, **reset: Any) -> tuple[list[float], bool, bool, dict[str, Any]]:
+    """Drive ``agent`` (act(observation) -> action) through one episode; the rewards and the last flags and info."""
+    obs, info = env.reset(**reset)
+    rewards: list[float] = []
+    while True:
+        action = agent(env, observation(obs))
+        obs, reward, terminated, truncated, info = env.step(json.dumps(action))
+        rewards.append(reward)
+        if terminated or truncated:
+            return rewards, terminated, truncated, info
+
+
+def reference(env: SimworldEnv, obs: Observation) -> dict[str, Any] | None:
+    session = env.session
+    assert session is not None
+    agent = getattr(session, "_test_agent", None)
+    if agent is None:
+        agent = StepsAgent(session.scenario.solutions[0], dict(session.env.variables), session.scenario.id)
+        session._test_agent = agent  # type: ignore[attr-defined]
+    return agent.act(obs)
+
+
+def noop(env: SimworldEnv, obs: Observation) -> None:
+    return None
+
+
+class TestChecker:
+    def test_gymnasium_env_checker(self) -> None:
+        """Gymnasium's own checker passes (spaces, reset determinism, step determinism, render), made through the
+        registry."""
+        env = gymnasium.make(ENV_ID, scenario="waive-small-fee", seeds="0..3", render_mode="ansi")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*render fps.*")
+            check_env(env.unwrapped)
+        env.close()
+
+    def test_observations_lie_in_the_observation_space(self) -> None:
+        """Every observation of a reference episode, crash included, is in the observation space."""
+        env = SimworldEnv(scenario="recover-payment-after-crash", seeds=0)
+        obs, _ = env.reset(seed=0)
+        assert env.observation_space.contains(obs)
+        session = env.session
+        assert session is not None
+        agent = StepsAgent(session.scenario.solutions[0], dict(session.env.variables), "x")
+        done = False
+        while not done:
+            obs, _, terminated, truncated, _ = env.step(json.dumps(agent.act(observation(obs))))
+            assert env.observation_space.contains(obs)
+            done = terminated or truncated
+
+
+class TestEpisodes:
+    @pytest.mark.parametrize("reward", ["total", "passed", "parts"])
+    def test_reference_gets_reward_one_over_the_suite(self, reward: str) -> None:
+        """The reference solution, played through step(), passes every scenario at seeds 0 and 1: reward 1 at the
+        end, 0 before, terminated."""
+        env = SimworldEnv(seeds="0..1", reward=reward)
+        for scenario, seed in env.grid:
+            rewards, terminated, truncated, info = play(env, reference, options={"scenario": scenario.id,
+                                                                                 "seed": seed})
+            assert (terminated, truncated) == (True, False), scenario.id
+            assert rewards[-1] == 1.0 and set(rewards[:-1]) <= {0.0}, (scenario.id, rewards)
+            assert info["result"]["passed"] is True
+            assert info["category"] == scenario.category == info["result"]["category"]
+
+    def test_noop_fails_every_scenario(self) -> None:
+        """An agent that stops at once scores 0 on passed, and its final info carries the failing grade."""
+        env = SimworldEnv(seeds="0..1", reward="passed")
+        for scenario, seed in env.grid:
+            rewards, terminated, truncated, info = play(env, noop, options={"scenario": scenario.id, "seed": seed})
+            assert rewards == [0.0] and terminated and not truncated
+            assert info["result"]["passed"] is False and info["result"]["stop_reason"] == "agent_stopped"
+
+    def test_truncated_at_max_steps(self) -> None:
+        """An agent that never ends is truncated at the scenario's max_steps; the final info has the result."""
+        env = SimworldEnv(scenario="waive-small-fee", seeds=0)
+        env.reset(seed=0)
+        session = env.session
+        assert session is not None
+        budget = session.scenario.max_steps
+        action = json.dumps({"tool": "find_customer", "args": {"query": "cus_001"}})
+        for step in range(1, budget + 1):
+            _, reward, terminated, truncated, info = env.step(action)
+            if step < budget:
+                assert (reward, terminated, truncated) == (0.0, False, False)
+        assert (terminated, truncated) == (False, True)
+        assert info["result"]["stop_reason"] == "max_steps" and info["result"]["counters"]["steps"] == budget
+        with pytest.raises(RuntimeError, match="reset"):
+            env.step(action)
+
+    def test_same_result_as_simworld_run(self) -> None:
+        """An episode played through the environment grades byte for byte as simworld run grades the same calls."""
+        env = SimworldEnv(scenario="split-yen-seven-ways", seeds=3)
+        *_, info = play(env, reference, seed=0)
+        scenario = env.grid[0][0]
+
+        def agent() -> StepsAgent:
+            from simworld.episode import Environment
+
+            e = Environment(scenario, 3)
+            e.reset()
+            return StepsAgent(scenario.solutions[0], dict(e.variables), scenario.id)
+
+        _, line = run_one(scenario, 3, agent)
+        ours = dict(info["result"])
+        assert ours.pop("agent") == "gym" and ours.pop("hook_errors") == []
+        assert ours == {k: v for k, v in line.items() if k != "agent"}
+
+    def test_not_json_is_an_invalid_action_the_agent_reads(self) -> None:
+        """Text that is not JSON is recorded as an invalid action and the episode goes on."""
+        env = SimworldEnv(scenario="waive-small-fee", seeds=0)
+        env.reset(seed=0)
+        obs, reward, terminated, truncated, _ = env.step("list the fees please")
+        data = json.loads(obs)
+        assert data["last_status"] == "error" and not terminated and not truncated and reward == 0.0
+
+
+class TestReadme:
+    def test_readme_example_runs(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The README's Gymnasium example runs as written."""
+        import re
+        from pathlib import Path
+
+        readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+        code = re.search(r"```python\n(# gym_example\.py.*?)```", readme, flags=re.S)
+        assert code
+        exec(code.group(1), {})  # noqa: S102 - the README's own example
+        assert capsys.readouterr().out.splitlines()[-1] == "0.0 True False fees"
+
+
+class TestSeeding:
+    def test_reset_seed_is_deterministic(self) -> None:
+        """reset(seed=S) picks the same (scenario, seed) and gives byte-identical observations, in any instance."""
+        a, b = SimworldEnv(seeds="0..9"), SimworldEnv(seeds="0..9")
+        for s in range(5):
+            obs_a, info_a = a.reset(seed=s)
+            obs_b, info_b = b.reset(seed=s)
+            assert (obs_a, info_a) == (obs_b, info_b)
+        picks = {(a.reset(seed=s)[1]["scenario"], a.reset(seed=s)[1]["seed"]) for s in range(40)}
+        assert len(picks) > 10  # seeds spread over the grid
+
+    def test_options_name_the_episode(self) -> None:
+        """options={"scenario", "seed"} starts exactly that episode; one outside the grid is refused."""
+        env = SimworldEnv(scenario="waive-small-fee,split-yen-seven-ways", seeds="0..2")
+        _, info = env.reset(options={"scenario": "split-yen-seven-ways", "seed": 2})
+        assert (info["scenario"], info["seed"]) == ("split-yen-seven-ways", 2)
+        with pytest.raises(ScenarioError, match="no such"):
+            env.reset(options={"scenario": "waive-small-fee", "seed": 9})
+        with pytest.raises(ScenarioError, match="unknown key"):
+            env.reset(options={"world": 1})
+
+    def test_unknown_reward(self) -> None:
+        """An unknown reward names the allowed ones."""
+        with pytest.raises(ScenarioError, match="total, passed, parts"):
+            SimworldEnv(reward="score")
