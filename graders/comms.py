@@ -189,15 +189,24 @@ def _ids_in(value: Any) -> set[str]:
 class _Known:
     """The amounts and dates the agent may state: the target's, and what it was shown about the target.
 
-    What the calls showed (their arguments and results) is read only when a figure is not
-    already known from the records, the request and the policy: most texts never need it.
+    Nothing is read until a text states a figure; what the calls showed (their arguments and
+    results) only when a figure is not already known from the records, the request and the
+    policy.
     """
 
     def __init__(self, episode: Any) -> None:
         self.amounts: set[Decimal] = set()
         self.dates: set[date] = set()
         self._episode = episode
+        self._records_read = False
         self._calls_read = False
+
+    def _read_records(self) -> None:
+        """The target's records before and after, its unpaid balances, the request, the policy and the call days."""
+        if self._records_read:
+            return
+        self._records_read = True
+        episode = self._episode
         for state in (episode.initial_state, episode.final_state):
             for record in _target_records(episode, state):
                 amounts, dates = memo(record, "_comms_figures", _record_figures)
@@ -216,7 +225,8 @@ class _Known:
             self.dates.update(d for d, _ in _dates_in(text))
 
     def complete(self) -> _Known:
-        """Read what the calls about the target showed, too (once)."""
+        """Read everything: the records and what the calls about the target showed (once)."""
+        self._read_records()
         if not self._calls_read:
             self._calls_read = True
             mine = _target_ids(self._episode)
@@ -230,10 +240,12 @@ class _Known:
 
     def has_amount(self, value: Decimal) -> bool:
         """Whether ``value`` (normalised) is a known amount."""
+        self._read_records()
         return value in self.amounts or value in self.complete().amounts
 
     def has_date(self, value: date) -> bool:
         """Whether ``value`` is a known date."""
+        self._read_records()
         return value in self.dates or value in self.complete().dates
 
     def _amount(self, value: Decimal) -> None:
