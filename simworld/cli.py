@@ -112,7 +112,8 @@ class _Progress:
         self.first: int | None = None
         self.unit = unit
 
-    def __call__(self, done: int, total: int, label: str, passed: int | None = None) -> None:
+    def __call__(self, done: int, total: int, label: str, passed: int | None = None,
+                 workers: dict[str, int] | None = None) -> None:
         now = self.clock()
         if self.first is None:
             self.first = done  # episodes a resumed run had already: not part of this rate
@@ -130,7 +131,8 @@ class _Progress:
             sys.stderr.flush()
         elif now - self.last >= self.every and done < total:
             self.last = now
-            sys.stderr.write(f"progress: {done}/{total} {self.unit}{score}, {rate:.1f}/s{eta}\n")
+            per = (", workers " + " ".join(f"{w}={n}" for w, n in sorted(workers.items()))) if workers else ""
+            sys.stderr.write(f"progress: {done}/{total} {self.unit}{score}, {rate:.1f}/s{eta}{per}\n")
             sys.stderr.flush()
 
 

@@ -284,7 +284,8 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     Ray instance when None); either way the run directory is byte for byte the one a single
     process writes (see :mod:`simworld.executors`).
 
-    ``progress(done, total, label, passed)`` is called before each episode and at the end.
+    ``progress(done, total, label, passed)`` is called before each episode and at the end; with
+    workers or Ray, after each episode, with ``workers=`` the episodes each worker (host:pid) played.
     ``settings`` are other arguments that shape the results (an endpoint's URL): recorded in
     run.json and, like the agent and the seeds, required to match on ``resume``.
     """
@@ -363,7 +364,8 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
             _record(line, results_file, tally, kept if keep_results else None, lock)
             seen[worker] = seen.get(worker, 0) + 1
             if progress:
-                progress(tally.episodes, total, f"{_label(job, trials)} [{worker}; {len(seen)} workers]", tally.passed)
+                progress(tally.episodes, total, f"{_label(job, trials)} [{worker}; {len(seen)} workers]", tally.passed,
+                         workers=seen)
 
     try:
         if executor == "ray":

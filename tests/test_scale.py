@@ -169,12 +169,17 @@ class TestWorkers:
         assert r.returncode == 2
         assert "--concurrency 2" in r.stderr and "--workers" in r.stderr
 
-    def test_the_cli_runs_on_workers(self, tmp_path: Path) -> None:
-        """simworld run --workers 2 from the command line: the same results.jsonl as without."""
+    def test_the_cli_runs_on_workers(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """simworld run --workers 2 from the command line: the same results.jsonl as without, and the progress
+        line says how many episodes each worker played."""
+        monkeypatch.setenv("SIMWORLD_PROGRESS_EVERY", "0")
         a = simworld("run", "--seeds", "0..1", "--out", str(tmp_path / "a"))
         b = simworld("run", "--seeds", "0..1", "--workers", "2", "--out", str(tmp_path / "b"))
         assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
         assert _run_dir(tmp_path / "a") == _run_dir(tmp_path / "b")
+        last = [line for line in b.stderr.splitlines() if line.startswith("progress: ")][-1]
+        played = [int(part.split("=")[1]) for part in last.split(", workers ")[1].split()]
+        assert sum(played) == int(last.split()[1].split("/")[0])
 
 
 def test_ray_writes_what_one_process_writes(tmp_path: Path, cache: Path) -> None:
