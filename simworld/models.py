@@ -237,9 +237,15 @@ for _cls in (*MODELS.values(), Instalment):
     attrs.resolve_types(_cls)
 
 
+_PLAIN = frozenset({str, int, bool, float, type(None)})
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _dump(value: Any) -> Any:
-    real_date, real_datetime = _REAL_DATE_TYPES
     kind = type(value)
+    if kind in _PLAIN:  # most fields: nothing to convert
+        return value
+    real_date, real_datetime = _REAL_DATE_TYPES
     if kind is Money:
         return str(value)
     if kind is real_datetime or (kind is not real_date and isinstance(value, real_datetime)):
@@ -248,8 +254,8 @@ def _dump(value: Any) -> Any:
         return value.isoformat()
     if kind is tuple:
         return [_dump(v) for v in value]
-    if attrs.has(kind):
-        return orjson.loads(json_bytes(value))
+    if attrs.has(kind):  # a nested record (an instalment): its cached bytes, embedded as they are
+        return orjson.Fragment(json_bytes(value))
     return value
 
 
@@ -261,7 +267,11 @@ def json_bytes(record: Any) -> bytes:
     """
     cached: bytes | None = record.__dict__.get("_json_bytes")
     if cached is None:
-        cached = orjson.dumps({f.name: _dump(getattr(record, f.name)) for f in attrs.fields(type(record))})
+        kind = type(record)
+        names = _FIELD_NAMES.get(kind)
+        if names is None:
+            names = _FIELD_NAMES[kind] = tuple(f.name for f in attrs.fields(kind))
+        cached = orjson.dumps({name: _dump(getattr(record, name)) for name in names})
         object.__setattr__(record, "_json_bytes", cached)
     return cached
 
