@@ -147,15 +147,30 @@ def _corners(family: Family, fixture: dict[str, str], block: dict[str, Any],
 
 
 class _Worlds:
-    """Perturbed worlds, made once per (fixture, block, parameters) and shared by every instance that needs one."""
+    """Perturbed worlds and verdicts, each made once per world point and shared by every instance that needs it.
+
+    A world point is (snapshot, fixture, premium jitter, seed-time params, one corner's draws):
+    the perturbed world is a function of it alone, and an intent's verdict a function of it and
+    the intent's parameters, so both are kept (a verdict with the Unclear or FamilyError it raised).
+    """
 
     def __init__(self) -> None:
         self.cache: dict[bytes, Perturbed] = {}
+        self.verdicts: dict[tuple[bytes, str, bytes], Verdict | Exception] = {}
 
     def get(self, family: Family, fixture: dict[str, str], block: dict[str, Any], task_params: dict[str, Any],
             world: dict[str, Any]) -> Perturbed:
-        key = orjson.dumps([family.snapshot_name, fixture, block.get("premium_jitter"), task_params, world],
-                           option=orjson.OPT_SORT_KEYS)
+        return self._get(family, fixture, block, task_params, world, self._key(family, fixture, block, task_params,
+                                                                                world))
+
+    @staticmethod
+    def _key(family: Family, fixture: dict[str, str], block: dict[str, Any], task_params: dict[str, Any],
+             world: dict[str, Any]) -> bytes:
+        return orjson.dumps([family.snapshot_name, fixture, block.get("premium_jitter"), task_params, world],
+                            option=orjson.OPT_SORT_KEYS)
+
+    def _get(self, family: Family, fixture: dict[str, str], block: dict[str, Any], task_params: dict[str, Any],
+             world: dict[str, Any], key: bytes) -> Perturbed:
         found = self.cache.get(key)
         if found is None:
             snap = family.snapshot
@@ -163,14 +178,33 @@ class _Worlds:
             self.cache[key] = found
         return found
 
+    def verdicts_at(self, family: Family, fixture: dict[str, str], block: dict[str, Any],
+                    task_params: dict[str, Any], world: dict[str, Any],
+                    params: tuple[dict[str, Any], ...]) -> tuple[Verdict, ...]:
+        """Each intent's verdict at one corner, in order (raising the first intent's Unclear or FamilyError)."""
+        key = self._key(family, fixture, block, task_params, world)
+        out = []
+        for (intent, _), p in zip(family.intents, params, strict=True):
+            vkey = (key, intent.name, orjson.dumps(p, option=orjson.OPT_SORT_KEYS))
+            found = self.verdicts.get(vkey)
+            if found is None:
+                try:
+                    found = classify(intent, p, self._get(family, fixture, block, task_params, world, key),
+                                     family.snapshot.policy)
+                except (Unclear, FamilyError) as exc:
+                    found = exc
+                self.verdicts[vkey] = found
+            if isinstance(found, Exception):
+                raise found
+            out.append(found)
+        return tuple(out)
+
 
 def _verdicts(family: Family, fixture: dict[str, str], block: dict[str, Any], task_params: dict[str, Any],
               params: tuple[dict[str, Any], ...], worlds: _Worlds) -> list[Verdict]:
     found: set[tuple[Verdict, ...]] = set()
     for world in _corners(family, fixture, block, task_params):
-        perturbed = worlds.get(family, fixture, block, task_params, world)
-        found.add(tuple(classify(intent, p, perturbed, family.snapshot.policy)
-                        for (intent, _), p in zip(family.intents, params, strict=True)))
+        found.add(worlds.verdicts_at(family, fixture, block, task_params, world, params))
         if len(found) > 1:
             raise Unclear(f"the outcome depends on the world: {sorted(str(v) for v in found)}")
     return list(found.pop())
@@ -290,12 +324,21 @@ def write_instance(family: Family, inst: Instance, seed: int, out: Path) -> None
         (directory / name).write_bytes(b"".join(orjson.dumps(s) + b"\n" for s in steps))
 
 
+def _draw_in_worker(directory: Path, count: int, seed: int, split: str) -> Generated:
+    """Load the family in ``directory`` and draw from it (run in a worker process)."""
+    from simworld.families._manifest import load_family
+
+    return draw(load_family(directory), count, seed, split)
+
+
 def generate(families: list[Family], count: int, seed: int, out: Path, split: str = "dev",
-             progress: Callable[[str, int], None] | None = None) -> dict[str, Generated]:
+             progress: Callable[[str, int], None] | None = None, workers: int = 1) -> dict[str, Generated]:
     """Draw ``count`` instances of each family and write them under ``out``, with ``out/index.jsonl``.
 
     The index has one line per instance: id, family, split, fixture, parameters, phrasing and
-    outcome classes, in the order written.
+    outcome classes, in the order written. With ``workers`` > 1 the families are drawn on that
+    many processes (a family's draw depends on nothing but the family and the seed) and written
+    in the same order: the bytes do not depend on ``workers``.
     """
     if split not in ("dev", "holdout"):
         raise FamilyError(f"--split {split!r}: expected 'dev' or 'holdout'.")
@@ -304,11 +347,18 @@ def generate(families: list[Family], count: int, seed: int, out: Path, split: st
     results: dict[str, Generated] = {}
     lines = []
     out.mkdir(parents=True, exist_ok=True)
+    drawn: dict[str, Generated] = {}
+    if workers > 1 and len(families) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(workers, len(families))) as pool:
+            futures = {f.name: pool.submit(_draw_in_worker, f.path, count, seed, split) for f in families}
+            drawn = {name: future.result() for name, future in futures.items()}
     for family in families:
         report: Callable[[int], None] | None = None
         if progress is not None:
             report = functools.partial(progress, family.name)
-        done = draw(family, count, seed, split, report)
+        done = drawn[family.name] if family.name in drawn else draw(family, count, seed, split, report)
         results[family.name] = done
         for inst in done.instances:
             write_instance(family, inst, seed, out)
