@@ -50,6 +50,18 @@ class TestManifests:
             load_families(tmp_path / "families")
 
 
+class TestSnapshot:
+    def test_families_snapshot_is_what_its_script_writes(self, tmp_path: Path) -> None:
+        """snapshots/families.json is exactly what scripts/make_families_snapshot.py writes (edit the script, then
+        run it: never the JSON by hand)."""
+        out = tmp_path / "families.json"
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_families_snapshot.py"), str(out)],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert out.read_bytes() == (ROOT / "snapshots" / "families.json").read_bytes(), (
+            "snapshots/families.json differs from what scripts/make_families_snapshot.py writes; run the script")
+
+
 class TestGenerate:
     def test_same_seed_same_bytes_in_another_process(self, tmp_path: Path) -> None:
         """The same seed writes the same bytes, here and in a process with another PYTHONHASHSEED."""
