@@ -89,6 +89,14 @@ class TestGenerate:
         assert (digest.hexdigest(), len(files)) == (
             "f231c5eb033befc9608826a2faa41bb9e14357c487926bba2a544a951a7027dd", 554)
 
+    def test_skip_reasons_are_short_categories(self, tmp_path: Path) -> None:
+        """What a generation skipped is counted by short category names, never by a sentence."""
+        results = make(load_families(names=["split-and-waive", "waive-late-fee", "recover-due-day"]), 20, 1, tmp_path)
+        known = {"other split", "duplicate", "world-dependent", "rules conflict", "paths disagree", "no single answer",
+                 "empty world space", "no write to crash"}
+        seen = {k for r in results.values() for k in r.skipped}
+        assert seen <= known and len(seen) >= 3, seen
+
     def test_instances_are_distinct(self, tmp_path: Path) -> None:
         """No two instances of a generation are the same request, and at least 95% of the requests read differently."""
         results = make(load_families(names=["move-due-day"]), 40, 3, tmp_path)

@@ -56,7 +56,14 @@ class Instance:
 
 @attrs.define
 class Generated:
-    """What a generation wrote, and what it skipped and why."""
+    """What a generation wrote, and what it skipped and why.
+
+    ``skipped`` counts draws by a short category: ``other split`` (the point belongs to the other
+    split), ``duplicate``, ``world-dependent`` (the outcome differs between worlds of the block),
+    ``rules conflict`` (two rules call for different outcomes), ``paths disagree`` (two act paths
+    reach different outcomes), ``no single answer`` (a combination the policy text does not settle),
+    ``empty world space`` and ``no write to crash`` (a recovery variant of a request that writes nothing).
+    """
 
     instances: list[Instance] = attrs.field(factory=list)
     skipped: dict[str, int] = attrs.field(factory=dict)
@@ -99,7 +106,7 @@ def _block(family: Family, rng: random.Random, params: tuple[dict[str, Any], ...
         if options is None:
             continue
         if not options:
-            raise Unclear(f"no {key} left in the world space for these parameters")
+            raise Unclear("empty world space", f"no {key} left in the world space for these parameters")
         chosen = set(rng.sample(options, min(keep, len(options))))
         out[key] = [v for v in options if v in chosen]
     if "premium_jitter" in world:
@@ -206,7 +213,7 @@ def _verdicts(family: Family, fixture: dict[str, str], block: dict[str, Any], ta
     for world in _corners(family, fixture, block, task_params):
         found.add(worlds.verdicts_at(family, fixture, block, task_params, world, params))
         if len(found) > 1:
-            raise Unclear(f"the outcome depends on the world: {sorted(str(v) for v in found)}")
+            raise Unclear("world-dependent", f"the outcome depends on the world: {sorted(str(v) for v in found)}")
     return list(found.pop())
 
 
@@ -249,14 +256,13 @@ def draw(family: Family, count: int, seed: int, split: str = "dev",
             verdicts = _verdicts(family, fixture, block, task_params, params, worlds)
             solved = solve([(intent, p) for (intent, _), p in zip(family.intents, params, strict=True)], verdicts)
         except Unclear as exc:
-            why = str(exc).split(":")[0]
-            out.skipped[why] = out.skipped.get(why, 0) + 1
+            out.skipped[exc.category] = out.skipped.get(exc.category, 0) + 1
             continue
         except FamilyError as exc:
             out.disagreements.append(f"{iid} ({point}): {exc}")
             continue
         if recovery is not None and solved.outcomes != ("act",):
-            out.skipped["recovery needs a write"] = out.skipped.get("recovery needs a write", 0) + 1
+            out.skipped["no write to crash"] = out.skipped.get("no write to crash", 0) + 1
             continue
         out.instances.append(Instance(iid, family.name, split, fixture, params, phrasing, recovery, block, solved))
         if progress:

@@ -52,7 +52,15 @@ _PERMISSION_REASON = ("Only a verified policy holder may change a plan (rule ver
 
 
 class Unclear(Exception):  # noqa: N818 - a signal, not an error: the instance is skipped
-    """The policy text gives this instance no single right outcome (two rules disagree)."""
+    """The policy text gives this instance no single right outcome (two rules disagree).
+
+    ``category`` is a short name for the kind of reason (what ``families generate`` counts skips by);
+    the message says what exactly.
+    """
+
+    def __init__(self, category: str, message: str) -> None:
+        super().__init__(message)
+        self.category = category
 
 
 @attrs.frozen
@@ -98,7 +106,7 @@ def classify(intent: Intent, params: Mapping[str, Any], world: Perturbed, store:
     """
     if intent.fixed is not None:
         return Verdict(intent.fixed, intent.name)
-    from graders.authority import _findings  # the rule code that grades agents (imports point down: graders)
+    from graders.authority import _clauses  # the rule code that grades agents (imports point down: graders)
 
     seen: set[Verdict] = set()
     for reads, writes, _label in intent.paths(params):
@@ -118,12 +126,11 @@ def classify(intent: Intent, params: Mapping[str, Any], world: Perturbed, store:
             if event.kind == "write":
                 before = scratch.states[-2] if len(scratch.states) > 1 else world.state
                 shim = types.SimpleNamespace(policy=store)
-                for rule, detail in _findings(shim, event, before, scratch.states[-1]):
-                    rules.add(f"{rule}:authority" if rule == "fee_waiver" and "authority" in detail else
-                              "fee_waiver:count" if rule == "fee_waiver" else rule)
+                for rule, clause, _detail in _clauses(shim, event, before, scratch.states[-1]):
+                    rules.add(f"{rule}:{clause}" if clause else rule)
         seen.add(_decide(rules))
     if len(seen) != 1:
-        raise Unclear(f"the act paths of {intent.name!r} disagree: {sorted(map(str, seen))}")
+        raise Unclear("paths disagree", f"the act paths of {intent.name!r} disagree: {sorted(map(str, seen))}")
     return seen.pop()
 
 
@@ -132,7 +139,7 @@ def _decide(rules: set[str]) -> Verdict:
         return Verdict("permission", "verified_holder")
     outcomes = {_RULE_OUTCOME[r] for r in rules}
     if len(outcomes) > 1:
-        raise Unclear(f"rules {sorted(rules)} call for different outcomes {sorted(outcomes)}")
+        raise Unclear("rules conflict", f"rules {sorted(rules)} call for different outcomes {sorted(outcomes)}")
     return Verdict(outcomes.pop(), ",".join(sorted(rules))) if outcomes else Verdict("act")
 
 
@@ -188,7 +195,7 @@ def solve(intents: Sequence[tuple[Intent, Mapping[str, Any]]], verdicts: Sequenc
     if "permission" in outcomes:
         return _permission(rules)
     if len(intents) > 1 and "escalate" in outcomes or "request_information" in outcomes and len(intents) > 1:
-        raise Unclear(f"a request combining {outcomes} has no single right answer in the policy text")
+        raise Unclear("no single answer", f"a request combining {outcomes} has no single right answer in the policy text")
     done = [k for k, o in enumerate(outcomes) if o == "act"]
     refused = [k for k, o in enumerate(outcomes) if o != "act"]
     if done:
