@@ -30,7 +30,7 @@ import attrs
 import orjson
 
 from simworld.errors import FamilyError
-from simworld.families._intents import PREMIUM_BANDS
+from simworld.families._intents import OVERPAY_BANDS, PREMIUM_BANDS
 from simworld.families._manifest import Family, fill
 from simworld.families._solve import Solved, Unclear, Verdict, classify, solve
 from simworld.money import Money
@@ -93,6 +93,8 @@ def _task_params(family: Family, params: tuple[dict[str, Any], ...]) -> dict[str
         if intent.name == "premium":
             return {"change": {"money": PREMIUM_BANDS[(p["direction"], p["band"])]},
                     "new_premium": {"sum": ["annual_premium", "change"]}}
+        if intent.name == "overpay":
+            return {"payment": {"money": OVERPAY_BANDS[p["band"]]}}
     return {}
 
 
