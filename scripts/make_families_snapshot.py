@@ -1,6 +1,7 @@
 """Build snapshots/families.json: the small world plus the fixtures task families draw their targets from.
 
-Run from the repository root: python scripts/make_families_snapshot.py
+Run from the repository root: python scripts/make_families_snapshot.py [OUT]
+(OUT defaults to snapshots/families.json; tests/test_families.py writes elsewhere and compares.)
 
 Every record of snapshots/small.json is kept (so bystanders, look-alike names and the
 catalogue's targets are all there), and fixtures are added whose facts a family's
@@ -98,5 +99,6 @@ for premium, paid in (("2400.00", 12), ("3000.00", 10)):
 
 base = Base.build({t: dict(r) for t, r in tables.items()})  # type: ignore[arg-type]
 out = dump_snapshot(State.of(base), small.clock, small.policy)
-(ROOT / "snapshots" / "families.json").write_bytes(out)
-print(f"wrote snapshots/families.json: {len(out)} bytes, {len(tables['customers'])} customers")
+target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "snapshots" / "families.json"
+target.write_bytes(out)
+print(f"wrote {target}: {len(out)} bytes, {len(tables['customers'])} customers")

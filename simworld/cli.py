@@ -826,6 +826,8 @@ def families_generate(
     split: Annotated[Split, typer.Option(help="dev, or holdout: the family's reserved part of its parameter "
                                               "space.")] = Split.dev,
     root: Annotated[Path | None, typer.Option(help="Directory of families. Default: the bundled ones.")] = None,
+    workers: Annotated[int, typer.Option(help="Families drawn at once on this many processes (the bytes written "
+                                              "do not depend on it).")] = 1,
 ) -> None:
     """Generate COUNT distinct instances of each FAMILY as ordinary scenario directories under OUT."""
     from simworld.families import generate as make
@@ -833,8 +835,10 @@ def families_generate(
 
     if count < 1:
         raise _fail(f"--count {count}: expected a count >= 1.")
+    if workers < 1:
+        raise _fail(f"--workers {workers}: expected a count >= 1.")
     try:
-        results = make(load_families(root, family), count, seed, out, split.value)
+        results = make(load_families(root, family), count, seed, out, split.value, workers=workers)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
     total = 0

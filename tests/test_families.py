@@ -18,6 +18,11 @@ from simworld.scenario import load_suite
 from simworld.vocab import CATEGORIES
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The families of the first release: their bytes at a fixed seed are pinned (TestGenerate).
+ORIGINAL_FAMILIES = ("bill-in-another-currency", "billing-frequency-change", "cancel-policy", "hardship-deferral",
+                     "injected-instruction", "move-due-day", "payoff-quote", "premium-change-midterm",
+                     "rate-or-pricing-escalate", "recover-due-day", "split-and-waive", "split-into-n",
+                     "split-vague-count", "unverified-change", "waive-and-move", "waive-late-fee")
 
 
 def _tree(path: Path) -> dict[str, bytes]:
@@ -45,6 +50,18 @@ class TestManifests:
             load_families(tmp_path / "families")
 
 
+class TestSnapshot:
+    def test_families_snapshot_is_what_its_script_writes(self, tmp_path: Path) -> None:
+        """snapshots/families.json is exactly what scripts/make_families_snapshot.py writes (edit the script, then
+        run it: never the JSON by hand)."""
+        out = tmp_path / "families.json"
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_families_snapshot.py"), str(out)],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert out.read_bytes() == (ROOT / "snapshots" / "families.json").read_bytes(), (
+            "snapshots/families.json differs from what scripts/make_families_snapshot.py writes; run the script")
+
+
 class TestGenerate:
     def test_same_seed_same_bytes_in_another_process(self, tmp_path: Path) -> None:
         """The same seed writes the same bytes, here and in a process with another PYTHONHASHSEED."""
@@ -57,6 +74,28 @@ class TestGenerate:
         assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
         make(load_families(names=["split-and-waive", "waive-late-fee"]), 4, 8, tmp_path / "c")
         assert _tree(tmp_path / "a") != _tree(tmp_path / "c")
+
+    def test_bytes_are_those_before_the_speed_up(self, tmp_path: Path) -> None:
+        """The 16 original families, 8 instances each at seed 2026, write the bytes the generator wrote before its
+        speed-up (lazy state hashes, shared verdicts per world point, families on worker processes), with any
+        number of workers. The digest was taken from the tree the slow generator wrote."""
+        import hashlib
+
+        make(load_families(names=list(ORIGINAL_FAMILIES)), 8, 2026, tmp_path, workers=2)
+        digest = hashlib.sha256()
+        files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+        for p in files:
+            digest.update(str(p.relative_to(tmp_path)).encode() + b"\0" + p.read_bytes() + b"\0")
+        assert (digest.hexdigest(), len(files)) == (
+            "f231c5eb033befc9608826a2faa41bb9e14357c487926bba2a544a951a7027dd", 554)
+
+    def test_skip_reasons_are_short_categories(self, tmp_path: Path) -> None:
+        """What a generation skipped is counted by short category names, never by a sentence."""
+        results = make(load_families(names=["split-and-waive", "waive-late-fee", "recover-due-day"]), 20, 1, tmp_path)
+        known = {"other split", "duplicate", "world-dependent", "rules conflict", "paths disagree", "no single answer",
+                 "empty world space", "no write to crash"}
+        seen = {k for r in results.values() for k in r.skipped}
+        assert seen <= known and len(seen) >= 3, seen
 
     def test_instances_are_distinct(self, tmp_path: Path) -> None:
         """No two instances of a generation are the same request, and at least 95% of the requests read differently."""

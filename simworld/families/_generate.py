@@ -30,7 +30,7 @@ import attrs
 import orjson
 
 from simworld.errors import FamilyError
-from simworld.families._intents import PREMIUM_BANDS
+from simworld.families._intents import OVERPAY_BANDS, PREMIUM_BANDS
 from simworld.families._manifest import Family, fill
 from simworld.families._solve import Solved, Unclear, Verdict, classify, solve
 from simworld.money import Money
@@ -56,7 +56,14 @@ class Instance:
 
 @attrs.define
 class Generated:
-    """What a generation wrote, and what it skipped and why."""
+    """What a generation wrote, and what it skipped and why.
+
+    ``skipped`` counts draws by a short category: ``other split`` (the point belongs to the other
+    split), ``duplicate``, ``world-dependent`` (the outcome differs between worlds of the block),
+    ``rules conflict`` (two rules call for different outcomes), ``paths disagree`` (two act paths
+    reach different outcomes), ``no single answer`` (a combination the policy text does not settle),
+    ``empty world space`` and ``no write to crash`` (a recovery variant of a request that writes nothing).
+    """
 
     instances: list[Instance] = attrs.field(factory=list)
     skipped: dict[str, int] = attrs.field(factory=dict)
@@ -86,6 +93,8 @@ def _task_params(family: Family, params: tuple[dict[str, Any], ...]) -> dict[str
         if intent.name == "premium":
             return {"change": {"money": PREMIUM_BANDS[(p["direction"], p["band"])]},
                     "new_premium": {"sum": ["annual_premium", "change"]}}
+        if intent.name == "overpay":
+            return {"payment": {"money": OVERPAY_BANDS[p["band"]]}}
     return {}
 
 
@@ -99,7 +108,7 @@ def _block(family: Family, rng: random.Random, params: tuple[dict[str, Any], ...
         if options is None:
             continue
         if not options:
-            raise Unclear(f"no {key} left in the world space for these parameters")
+            raise Unclear("empty world space", f"no {key} left in the world space for these parameters")
         chosen = set(rng.sample(options, min(keep, len(options))))
         out[key] = [v for v in options if v in chosen]
     if "premium_jitter" in world:
@@ -147,15 +156,30 @@ def _corners(family: Family, fixture: dict[str, str], block: dict[str, Any],
 
 
 class _Worlds:
-    """Perturbed worlds, made once per (fixture, block, parameters) and shared by every instance that needs one."""
+    """Perturbed worlds and verdicts, each made once per world point and shared by every instance that needs it.
+
+    A world point is (snapshot, fixture, premium jitter, seed-time params, one corner's draws):
+    the perturbed world is a function of it alone, and an intent's verdict a function of it and
+    the intent's parameters, so both are kept (a verdict with the Unclear or FamilyError it raised).
+    """
 
     def __init__(self) -> None:
         self.cache: dict[bytes, Perturbed] = {}
+        self.verdicts: dict[tuple[bytes, str, bytes], Verdict | Exception] = {}
 
     def get(self, family: Family, fixture: dict[str, str], block: dict[str, Any], task_params: dict[str, Any],
             world: dict[str, Any]) -> Perturbed:
-        key = orjson.dumps([family.snapshot_name, fixture, block.get("premium_jitter"), task_params, world],
-                           option=orjson.OPT_SORT_KEYS)
+        return self._get(family, fixture, block, task_params, world, self._key(family, fixture, block, task_params,
+                                                                                world))
+
+    @staticmethod
+    def _key(family: Family, fixture: dict[str, str], block: dict[str, Any], task_params: dict[str, Any],
+             world: dict[str, Any]) -> bytes:
+        return orjson.dumps([family.snapshot_name, fixture, block.get("premium_jitter"), task_params, world],
+                            option=orjson.OPT_SORT_KEYS)
+
+    def _get(self, family: Family, fixture: dict[str, str], block: dict[str, Any], task_params: dict[str, Any],
+             world: dict[str, Any], key: bytes) -> Perturbed:
         found = self.cache.get(key)
         if found is None:
             snap = family.snapshot
@@ -163,16 +187,35 @@ class _Worlds:
             self.cache[key] = found
         return found
 
+    def verdicts_at(self, family: Family, fixture: dict[str, str], block: dict[str, Any],
+                    task_params: dict[str, Any], world: dict[str, Any],
+                    params: tuple[dict[str, Any], ...]) -> tuple[Verdict, ...]:
+        """Each intent's verdict at one corner, in order (raising the first intent's Unclear or FamilyError)."""
+        key = self._key(family, fixture, block, task_params, world)
+        out = []
+        for (intent, _), p in zip(family.intents, params, strict=True):
+            vkey = (key, intent.name, orjson.dumps(p, option=orjson.OPT_SORT_KEYS))
+            found = self.verdicts.get(vkey)
+            if found is None:
+                try:
+                    found = classify(intent, p, self._get(family, fixture, block, task_params, world, key),
+                                     family.snapshot.policy)
+                except (Unclear, FamilyError) as exc:
+                    found = exc
+                self.verdicts[vkey] = found
+            if isinstance(found, Exception):
+                raise found
+            out.append(found)
+        return tuple(out)
+
 
 def _verdicts(family: Family, fixture: dict[str, str], block: dict[str, Any], task_params: dict[str, Any],
               params: tuple[dict[str, Any], ...], worlds: _Worlds) -> list[Verdict]:
     found: set[tuple[Verdict, ...]] = set()
     for world in _corners(family, fixture, block, task_params):
-        perturbed = worlds.get(family, fixture, block, task_params, world)
-        found.add(tuple(classify(intent, p, perturbed, family.snapshot.policy)
-                        for (intent, _), p in zip(family.intents, params, strict=True)))
+        found.add(worlds.verdicts_at(family, fixture, block, task_params, world, params))
         if len(found) > 1:
-            raise Unclear(f"the outcome depends on the world: {sorted(str(v) for v in found)}")
+            raise Unclear("world-dependent", f"the outcome depends on the world: {sorted(str(v) for v in found)}")
     return list(found.pop())
 
 
@@ -215,14 +258,13 @@ def draw(family: Family, count: int, seed: int, split: str = "dev",
             verdicts = _verdicts(family, fixture, block, task_params, params, worlds)
             solved = solve([(intent, p) for (intent, _), p in zip(family.intents, params, strict=True)], verdicts)
         except Unclear as exc:
-            why = str(exc).split(":")[0]
-            out.skipped[why] = out.skipped.get(why, 0) + 1
+            out.skipped[exc.category] = out.skipped.get(exc.category, 0) + 1
             continue
         except FamilyError as exc:
             out.disagreements.append(f"{iid} ({point}): {exc}")
             continue
         if recovery is not None and solved.outcomes != ("act",):
-            out.skipped["recovery needs a write"] = out.skipped.get("recovery needs a write", 0) + 1
+            out.skipped["no write to crash"] = out.skipped.get("no write to crash", 0) + 1
             continue
         out.instances.append(Instance(iid, family.name, split, fixture, params, phrasing, recovery, block, solved))
         if progress:
@@ -290,12 +332,21 @@ def write_instance(family: Family, inst: Instance, seed: int, out: Path) -> None
         (directory / name).write_bytes(b"".join(orjson.dumps(s) + b"\n" for s in steps))
 
 
+def _draw_in_worker(directory: Path, count: int, seed: int, split: str) -> Generated:
+    """Load the family in ``directory`` and draw from it (run in a worker process)."""
+    from simworld.families._manifest import load_family
+
+    return draw(load_family(directory), count, seed, split)
+
+
 def generate(families: list[Family], count: int, seed: int, out: Path, split: str = "dev",
-             progress: Callable[[str, int], None] | None = None) -> dict[str, Generated]:
+             progress: Callable[[str, int], None] | None = None, workers: int = 1) -> dict[str, Generated]:
     """Draw ``count`` instances of each family and write them under ``out``, with ``out/index.jsonl``.
 
     The index has one line per instance: id, family, split, fixture, parameters, phrasing and
-    outcome classes, in the order written.
+    outcome classes, in the order written. With ``workers`` > 1 the families are drawn on that
+    many processes (a family's draw depends on nothing but the family and the seed) and written
+    in the same order: the bytes do not depend on ``workers``.
     """
     if split not in ("dev", "holdout"):
         raise FamilyError(f"--split {split!r}: expected 'dev' or 'holdout'.")
@@ -304,11 +355,18 @@ def generate(families: list[Family], count: int, seed: int, out: Path, split: st
     results: dict[str, Generated] = {}
     lines = []
     out.mkdir(parents=True, exist_ok=True)
+    drawn: dict[str, Generated] = {}
+    if workers > 1 and len(families) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(workers, len(families))) as pool:
+            futures = {f.name: pool.submit(_draw_in_worker, f.path, count, seed, split) for f in families}
+            drawn = {name: future.result() for name, future in futures.items()}
     for family in families:
         report: Callable[[int], None] | None = None
         if progress is not None:
             report = functools.partial(progress, family.name)
-        done = draw(family, count, seed, split, report)
+        done = drawn[family.name] if family.name in drawn else draw(family, count, seed, split, report)
         results[family.name] = done
         for inst in done.instances:
             write_instance(family, inst, seed, out)

@@ -232,12 +232,41 @@ _VAGUE_SPLIT = _fixed(
     texts=lambda p: {"wording": {"few": "a few months", "longer": "a longer stretch", "smaller": "smaller "
                                  "payments"}[p["wording"]]})
 
+_MOVE_PAID = _fixed(
+    "decline", "move_paid", ("day",),
+    lambda p: "Instalment {paid_seq} (due {paid_due_date}) is already paid, and a paid instalment cannot be changed "
+              f"(rule paid_immutable), so it cannot be moved to the {_ordinal(p['day'])}. Your plan stays as it is.",
+    texts=lambda p: {"day": _ordinal(p["day"])})
+
+
+def _overpay_paths(p: Mapping[str, Any]) -> list[tuple[list[Call], list[Call], str]]:
+    return [([_PLAN_READ], [Call("apply_payment", {"plan_id": "{plan_id}", "amount": "{payment}",
+                                                   "idempotency_key": "customer-payment-1",
+                                                   "apply_to": p["apply_to"]})], "")]
+
+
+_OVERPAY = Intent(
+    "overpay", ("apply_to", "band"), _overpay_paths,
+    read_step=lambda p: {"tool": "get_plan", "args": {"plan_id": "{plan_id}"}},
+    write_steps=lambda p: [{"tool": "apply_payment", "args": {"plan_id": "{plan_id}", "amount": "{payment}",
+                                                              "apply_to": p["apply_to"]}}],
+    summary=lambda p: "Applied your payment of {payment} {currency} " + (
+        "from your last instalment backwards, as you asked." if p["apply_to"] == "last" else
+        "to your earliest unpaid instalments first, as you asked."),
+    reasons=lambda p, rule: "This payment cannot be applied as asked.",
+    texts=lambda p: {"where": {"last": "put what is over towards my last payment",
+                               "oldest": "use it for my next payments first"}[p["apply_to"]]},
+)
+
 #: Every intent a family may name, by name.
 INTENTS: dict[str, Intent] = {i.name: i for i in (_SPLIT, _DUE_DAY, _WAIVE, _DEFER, _PREMIUM, _CANCEL, _PAYOFF,
-                                                  _CURRENCY, _FREQUENCY, _PRICING, _VAGUE_SPLIT)}
+                                                  _CURRENCY, _FREQUENCY, _PRICING, _VAGUE_SPLIT, _MOVE_PAID,
+                                                  _OVERPAY)}
 #: Outcome classes an intent can be given without playing it.
 FIXED = ("decline", "escalate", "request_information")
 
 #: Seed-time task.json params a premium intent adds (the change's size is drawn per seed in the plan's currency).
 PREMIUM_BANDS = {("increase", "small"): ["40.00", "120.00"], ("increase", "large"): ["150.00", "260.00"],
                  ("decrease", "small"): ["-120.00", "-40.00"], ("decrease", "large"): ["-260.00", "-150.00"]}
+#: Seed-time task.json params an overpayment adds: the payment, one to two instalments' worth or more.
+OVERPAY_BANDS = {"small": ["130.00", "190.00"], "large": ["210.00", "320.00"]}

@@ -19,9 +19,12 @@ nothing broken                     act
 
 Two intents in one request combine: both done is act; one done and one refused is act
 (the refusal is explained in the closing text, or in a message); both refused is one
-decline. A combination with an escalation, or one intent whose outcome two rules pull
-apart, has no single right answer the policy text states, and the solver says so
-(:class:`Unclear`): such instances are not generated.
+decline, or one escalation (one question) when one of them must be escalated (needs
+information), its text saying why the other is declined. An escalation or a question
+beside an intent that is done (an escalation changes no business record, so it cannot
+close an episode that writes), an escalation beside a question, or one intent whose
+outcome two rules pull apart, has no single right answer the policy text states, and the
+solver says so (:class:`Unclear`): such instances are not generated.
 """
 
 from __future__ import annotations
@@ -52,7 +55,15 @@ _PERMISSION_REASON = ("Only a verified policy holder may change a plan (rule ver
 
 
 class Unclear(Exception):  # noqa: N818 - a signal, not an error: the instance is skipped
-    """The policy text gives this instance no single right outcome (two rules disagree)."""
+    """The policy text gives this instance no single right outcome (two rules disagree).
+
+    ``category`` is a short name for the kind of reason (what ``families generate`` counts skips by);
+    the message says what exactly.
+    """
+
+    def __init__(self, category: str, message: str) -> None:
+        super().__init__(message)
+        self.category = category
 
 
 @attrs.frozen
@@ -98,7 +109,7 @@ def classify(intent: Intent, params: Mapping[str, Any], world: Perturbed, store:
     """
     if intent.fixed is not None:
         return Verdict(intent.fixed, intent.name)
-    from graders.authority import _findings  # the rule code that grades agents (imports point down: graders)
+    from graders.authority import _clauses  # the rule code that grades agents (imports point down: graders)
 
     seen: set[Verdict] = set()
     for reads, writes, _label in intent.paths(params):
@@ -118,12 +129,11 @@ def classify(intent: Intent, params: Mapping[str, Any], world: Perturbed, store:
             if event.kind == "write":
                 before = scratch.states[-2] if len(scratch.states) > 1 else world.state
                 shim = types.SimpleNamespace(policy=store)
-                for rule, detail in _findings(shim, event, before, scratch.states[-1]):
-                    rules.add(f"{rule}:authority" if rule == "fee_waiver" and "authority" in detail else
-                              "fee_waiver:count" if rule == "fee_waiver" else rule)
+                for rule, clause, _detail in _clauses(shim, event, before, scratch.states[-1]):
+                    rules.add(f"{rule}:{clause}" if clause else rule)
         seen.add(_decide(rules))
     if len(seen) != 1:
-        raise Unclear(f"the act paths of {intent.name!r} disagree: {sorted(map(str, seen))}")
+        raise Unclear("paths disagree", f"the act paths of {intent.name!r} disagree: {sorted(map(str, seen))}")
     return seen.pop()
 
 
@@ -132,7 +142,7 @@ def _decide(rules: set[str]) -> Verdict:
         return Verdict("permission", "verified_holder")
     outcomes = {_RULE_OUTCOME[r] for r in rules}
     if len(outcomes) > 1:
-        raise Unclear(f"rules {sorted(rules)} call for different outcomes {sorted(outcomes)}")
+        raise Unclear("rules conflict", f"rules {sorted(rules)} call for different outcomes {sorted(outcomes)}")
     return Verdict(outcomes.pop(), ",".join(sorted(rules))) if outcomes else Verdict("act")
 
 
@@ -187,8 +197,12 @@ def solve(intents: Sequence[tuple[Intent, Mapping[str, Any]]], verdicts: Sequenc
     rules = tuple(v.rule for v in verdicts)
     if "permission" in outcomes:
         return _permission(rules)
-    if len(intents) > 1 and "escalate" in outcomes or "request_information" in outcomes and len(intents) > 1:
-        raise Unclear(f"a request combining {outcomes} has no single right answer in the policy text")
+    strong = sorted(set(outcomes) & {"escalate", "request_information"})
+    if len(intents) > 1 and strong and ("act" in outcomes or len(strong) > 1):
+        # An escalation or an information request changes no business record (invariant 9), so it cannot close
+        # an episode that also carries out the other intent; and the policy does not rank the two against each other.
+        raise Unclear("no single answer", f"a request combining {outcomes} has no single right answer in the "
+                                          "policy text")
     done = [k for k, o in enumerate(outcomes) if o == "act"]
     refused = [k for k, o in enumerate(outcomes) if o != "act"]
     if done:
@@ -288,7 +302,8 @@ def _reason(item: tuple[Intent, Mapping[str, Any]], verdict: Verdict) -> str:
 
 def _refuse(intents: Sequence[tuple[Intent, Mapping[str, Any]]], verdicts: Sequence[Verdict],
             rules: tuple[str, ...]) -> Solved:
-    outcome = verdicts[0].outcome
+    # Both refused: one escalation (or one question) when an intent needs it, the other's refusal said in it.
+    outcome = next((v.outcome for v in verdicts if v.outcome != "decline"), verdicts[0].outcome)
     tool = {"decline": "decline", "escalate": "escalate", "request_information": "request_information"}[outcome]
     arg = "question" if tool == "request_information" else "reason"
     text = " ".join(_reason(item, v) for item, v in zip(intents, verdicts, strict=True))
