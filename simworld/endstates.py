@@ -7,7 +7,8 @@ seed and the simworld code that plays them. They are played once and kept:
 - in a process cache of the last few hundred (scenario, seed)s, shared by ``run``,
   ``probe``, ``check`` and every trial of a seed;
 - in a content-addressed cache on disk, one small file per (scenario, seed), named by a
-  hash of those four inputs. Another run of the same seeds (another agent, another
+  hash of those four inputs (the code: simworld's own source and each of the scenario's
+  tools, a tool of your own included). Another run of the same seeds (another agent, another
   prompt) reads them instead of playing the solutions again. The folder is
   ``$SIMWORLD_CACHE_DIR`` or ``$XDG_CACHE_HOME/simworld/end-states`` (``~/.cache``
   when unset); it is safe to delete at any time, and ``--no-cache`` (or
@@ -40,7 +41,7 @@ __all__ = ["cache_dir", "clear_process_cache", "disk_cache_enabled", "end_states
 
 _FORMAT = 1
 _SIZE = 512
-_held: OrderedDict[tuple[int, int], tuple[Scenario, tuple[State, ...]]] = OrderedDict()
+_held: OrderedDict[tuple[int, int], tuple[Scenario, tuple[State, ...], tuple[int, ...]]] = OrderedDict()
 _lock = threading.Lock()
 _disk_enabled: bool | None = None  # None: the environment decides
 _code: str | None = None
@@ -80,9 +81,10 @@ def end_states(scenario: Scenario, seed: int, play: Callable[[], tuple[State, ..
     ``play`` raises when a solution does not play (wrong ground truth); nothing is kept then.
     """
     key = (id(scenario), seed)
+    tools = _tools(scenario)
     with _lock:
         held = _held.get(key)
-        if held is not None and held[0] is scenario:
+        if held is not None and held[0] is scenario and held[2] == tools:
             _held.move_to_end(key)
             return held[1]
     path = _file(scenario, seed) if disk_cache_enabled() else None
@@ -92,10 +94,50 @@ def end_states(scenario: Scenario, seed: int, play: Callable[[], tuple[State, ..
         if path is not None:
             _write(path, scenario, seed, states)
     with _lock:
-        _held[key] = (scenario, states)
+        _held[key] = (scenario, states, tools)
         while len(_held) > _SIZE:
             _held.popitem(last=False)
     return states
+
+
+def _tools(scenario: Scenario) -> tuple[int, ...]:
+    """Which implementation of each of the scenario's tools is registered now (a tool replaced at run time, by a
+    test or a plugin, is another world)."""
+    from simworld.tools import TOOLS
+
+    return tuple(id(TOOLS.get(name)) for name in scenario.tools)
+
+
+def _tools_code(scenario: Scenario) -> list[str]:
+    """A hash of each of the scenario's tools' code, wherever it is defined (a tool of your own included)."""
+    from simworld.tools import TOOLS
+
+    out = []
+    for name in scenario.tools:
+        tool = TOOLS.get(name)
+        fn = getattr(tool, "fn", None)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            out.append(f"{name}:?")
+            continue
+        h = hashlib.blake2b(repr(getattr(tool, "latency", None)).encode(), digest_size=12)
+        _hash_code(code, h)
+        out.append(f"{name}:{getattr(fn, '__module__', '?')}:{h.hexdigest()}")
+    return out
+
+
+def _hash_code(code: Any, h: Any) -> None:
+    """Feed a code object's instructions, names and constants to ``h``, the same in every process (marshal's
+    bytes are not: they depend on reference counts)."""
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            _hash_code(const, h)
+        elif isinstance(const, frozenset):
+            h.update(repr(sorted(map(repr, const))).encode())
+        else:
+            h.update(repr(const).encode())
 
 
 def _code_digest() -> str:
@@ -118,6 +160,7 @@ def _file(scenario: Scenario, seed: int) -> Path | None:
     what = {
         "format": _FORMAT,
         "code": _code_digest(),
+        "tools": _tools_code(scenario),
         # The file's digest, and what the snapshot holds in memory (a test or a benchmark may change it there).
         "snapshot": [scenario.snapshot.digest, f"{scenario.snapshot.base.business_sum:x}",
                      f"{scenario.snapshot.base.comms_sum:x}", scenario.snapshot.clock.isoformat(),

@@ -221,3 +221,28 @@ def test_the_package_exports_on_first_use() -> None:
         assert getattr(simworld, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         simworld.nope  # noqa: B018
+
+
+def test_a_tool_replaced_at_run_time_is_not_served_from_the_cache(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End states played with one implementation of a tool are not reused once another is registered (in memory
+    or on disk), and the disk key is the same in another process under another hash seed."""
+    from simworld import tools
+    from simworld.errors import BrokenSolutionError, ToolArgumentError
+
+    sc = BY_ID["waive-small-fee"]
+    solution_end_states(sc, 0)
+    key = endstates._file(sc, 0)
+    code = ("import os; from simworld import endstates; from simworld.scenario import load_suite; "
+            "(s,) = load_suite(None, ['waive-small-fee']); print(endstates._file(s, 0))")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONHASHSEED": "4242"})
+    assert other.stdout.strip() == str(key), other.stderr
+    real = tools.TOOLS["waive_fee"]
+
+    def broken(world: object, **kwargs: object) -> dict[str, object]:
+        raise ToolArgumentError("waive_fee: broken on purpose")
+
+    monkeypatch.setitem(tools.TOOLS, "waive_fee", attrs.evolve(real, fn=broken))
+    assert endstates._file(sc, 0) != key
+    with pytest.raises(BrokenSolutionError, match="broken on purpose"):
+        solution_end_states(sc, 0)
