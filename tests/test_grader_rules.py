@@ -109,7 +109,7 @@ class TestSame:
     ])
     def test_equal(self, a: object, b: object) -> None:
         """Equal values, numbers of any spelling, and containers of equal values are the same."""
-        assert same(a, b)
+        assert same(a, b) is True
 
     @pytest.mark.parametrize(("a", "b"), [
         ([1, 2], [1, 3]), ([1, 2], [1, 2, 3]), ([1, 2], [1]), ([1], "1"), ("1", [1]), ({"a": 1}, {"a": 2}),
@@ -118,12 +118,12 @@ class TestSame:
         ("333.30", "333.31"), (1.5, 2), (None, 0),
     ])
     def test_different(self, a: object, b: object) -> None:
-        """Different values, containers, shapes and bools against numbers are not the same."""
-        assert not same(a, b)
+        """Different values, containers, shapes and bools against numbers are not the same (False, a bool)."""
+        assert same(a, b) is False
 
     def test_bool_equals_only_the_same_bool(self) -> None:
         """True matches True and not False."""
-        assert same(True, True) and not same(True, False)
+        assert same(True, True) is True and same(True, False) is False
 
 
 class TestMatches:
@@ -142,8 +142,8 @@ class TestMatches:
         event(0, "get_plan", ["pln_1"]),
     ])
     def test_no_match(self, e: object) -> None:
-        """A failed call, another tool, another value, a missing argument or non-dict args do not match."""
-        assert not matches(self.step, e, {"plan_id": "pln_1"})
+        """A failed call, another tool, another value, a missing argument or non-dict args do not match (False)."""
+        assert matches(self.step, e, {"plan_id": "pln_1"}) is False
 
     def test_tool_list_and_no_args(self) -> None:
         """A list of tools accepts any of them; a step without args matches any call of the tool."""
