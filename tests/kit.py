@@ -101,11 +101,12 @@ def event(seq: int, tool: str, args: Any = None, *, status: str = "ok", kind: st
 
 def episode(initial: State, steps: Iterable[tuple[Event, State]] = (), *, outcome: str | None = "act",
             stop_reason: str = "terminal", counters: Mapping[str, Any] | None = None,
-            variables: Mapping[str, Any] | None = None, target: str = "cus_1") -> Episode:
+            variables: Mapping[str, Any] | None = None, target: str = "cus_1", request: str = "",
+            policy_text: str = "") -> Episode:
     """A sealed episode from ``initial`` through ``steps`` (each an event and the state after it)."""
     steps = list(steps)
     states = tuple(s for _, s in steps)
-    return Episode("kit", 0, "test", "", "", dict(variables or {}), initial, states[-1] if states else initial,
+    return Episode("kit", 0, "test", request, policy_text, dict(variables or {}), initial, states[-1] if states else initial,
                    states, tuple(e for e, _ in steps), outcome, stop_reason, dict(counters or {}), policy=store(),
                    target={"customer": target, "policy": "pol_1", "plan": "pln_1"})
 
