@@ -139,7 +139,7 @@ def mutants_of(path: str, source: str) -> list[Mutant]:
         elif isinstance(node, ast.Constant) and type(node.value) is bool:
             out.append(Mutant(*where, f"{node.value} -> {not node.value}"))
         elif isinstance(node, ast.Constant) and type(node.value) is int:
-            out += [Mutant(*where, f"{node.value} -> {node.value + 1}"), Mutant(*where, f"{node.value} -> {node.value - 1}")]
+            out += [Mutant(*where, f"{node.value} -> {node.value + k}") for k in (1, -1)]
         elif isinstance(node, ast.Return) and node.value is not None and \
                 not (isinstance(node.value, ast.Constant) and node.value.value is None):
             out.append(Mutant(*where, "return None"))

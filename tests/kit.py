@@ -106,7 +106,8 @@ def episode(initial: State, steps: Iterable[tuple[Event, State]] = (), *, outcom
     """A sealed episode from ``initial`` through ``steps`` (each an event and the state after it)."""
     steps = list(steps)
     states = tuple(s for _, s in steps)
-    return Episode("kit", 0, "test", request, policy_text, dict(variables or {}), initial, states[-1] if states else initial,
+    final = states[-1] if states else initial
+    return Episode("kit", 0, "test", request, policy_text, dict(variables or {}), initial, final,
                    states, tuple(e for e, _ in steps), outcome, stop_reason, dict(counters or {}), policy=store(),
                    target={"customer": target, "policy": "pol_1", "plan": "pln_1"})
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import attrs
 import pytest
+from kit import Fee, episode, event, plan, policy, put, usd, world
 
 from graders.comms import (
     CLAIMS,
@@ -23,7 +24,6 @@ from graders.comms import (
     communications,
     outgoing_texts,
 )
-from kit import Fee, episode, event, plan, policy, put, usd, world
 from simworld.models import Decline, Escalation, InfoRequest, Message
 from simworld.money import Money
 

@@ -5,7 +5,7 @@ Expected dates are written out by hand from a calendar, never computed by the fu
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
@@ -154,7 +154,7 @@ class TestBusinessDays:
 class TestLocalAndParse:
     def test_local_date(self) -> None:
         """An instant's date in a zone; naive means UTC; an unknown zone is a DateError."""
-        late = datetime(2026, 4, 20, 23, 30, tzinfo=timezone.utc)
+        late = datetime(2026, 4, 20, 23, 30, tzinfo=UTC)
         assert local_date(late, "Asia/Tokyo") == date(2026, 4, 21)
         assert local_date(late, "America/New_York") == date(2026, 4, 20)
         assert local_date(datetime(2026, 4, 20, 23, 30), "Asia/Tokyo") == date(2026, 4, 21)

@@ -11,14 +11,6 @@ from datetime import date, timedelta
 
 import attrs
 import pytest
-
-from graders.authority import _owner, unauthorised_actions
-from graders.forbidden import forbidden_changes, rules
-from graders.money import money_invariants
-from graders.outcome import allowed_outcomes
-from graders.requires import requires
-from graders.state import expected_final_state
-from graders.steps import match_steps, matches, required_steps, same, topological
 from kit import (
     Credit,
     Fee,
@@ -34,7 +26,16 @@ from kit import (
     with_instalment,
     world,
 )
+
+from graders.authority import _owner, unauthorised_actions
+from graders.forbidden import forbidden_changes, rules
+from graders.money import money_invariants
+from graders.outcome import allowed_outcomes
+from graders.requires import requires
+from graders.state import expected_final_state
+from graders.steps import match_steps, matches, required_steps, same, topological
 from simworld.models import Decline, Escalation, Message
+from simworld.money import Money
 
 # --------------------------------------------------------------------------------------------- outcome
 
@@ -440,7 +441,7 @@ class TestEscalation:
 
     def test_refund_threshold_in_plan_currency(self) -> None:
         """The threshold is converted to the policy's currency (JPY: 50000 at rate 100)."""
-        pol = policy(currency="JPY", annual_premium=__import__("simworld.money", fromlist=["Money"]).Money(120000, "JPY"))
+        pol = policy(currency="JPY", annual_premium=Money(120000, "JPY"))
         s = world(pol)
         assert found(write(s, "cancel_policy", {"policy_id": "pol_1", "refund_amount": "50000"}), initial=s) == []
         assert found(write(s, "cancel_policy", {"policy_id": "pol_1", "refund_amount": "50001"}), initial=s) == \
@@ -616,7 +617,7 @@ class TestForbiddenRules:
     def test_comms_to_target_blank_and_others(self) -> None:
         """A message to the target or to nobody in particular is fine; one to another customer is flagged."""
         s = world()
-        from datetime import datetime, UTC
+        from datetime import UTC, datetime
         t = datetime(2026, 4, 20, tzinfo=UTC)
         assert forbidden(put(s, Message("msg_1", "cus_1", "s", "b", t), Escalation("esc_1", "", "r", t))) == []
         got = forbidden(put(s, Decline("dec_1", "cus_2", "r", t)))
