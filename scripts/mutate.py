@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import os
 import shutil
@@ -218,15 +219,25 @@ def _source_line(source: str, line: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("modules", nargs="+", help="module files to mutate, relative to the repository root")
-    parser.add_argument("--tests", nargs="+", required=True, help="pytest arguments selecting the tests to run")
+    parser.add_argument("modules", nargs="+", help="module files to mutate, relative to the repository root "
+                                                   "(with --merge: JSON reports to merge)")
+    parser.add_argument("--tests", nargs="+", help="pytest arguments selecting the tests to run")
+    parser.add_argument("--merge", action="store_true", help="merge the JSON reports given as modules into one "
+                                                            "report at --out, applying --equivalent; run nothing")
     parser.add_argument("--timeout", type=float, default=0, help="seconds per mutant (default: 5 x baseline + 10)")
     parser.add_argument("--out", default="benchmarks/results/mutation", help="report path prefix (.json and .md)")
     parser.add_argument("--equivalent", help="JSON file: mutant id -> why it is equivalent")
     parser.add_argument("--line", type=int, action="append", help="only mutants on these lines (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--rerun", help="a previous JSON report: run only its survivors again, keep its kills "
+                                        "(refused if a module changed since)")
     args = parser.parse_args(argv)
 
+    equivalent: dict[str, str] = json.loads(Path(args.equivalent).read_text()) if args.equivalent else {}
+    if args.merge:
+        return _merge([Path(m) for m in args.modules], Path(args.out), equivalent)
+    if not args.tests and not args.list:
+        parser.error("--tests is required")
     sources = {}
     for module in args.modules:
         path = (ROOT / module).resolve()
@@ -235,12 +246,20 @@ def main(argv: list[str] | None = None) -> int:
         sources[path.relative_to(ROOT).as_posix()] = path.read_text()
     mutants = [m for rel, src in sources.items() for m in mutants_of(rel, src)
                if not args.line or m.line in args.line]
+    kept: list[dict] = []
+    if args.rerun:
+        previous = json.loads(Path(args.rerun).read_text())
+        for rel, digest in previous.get("sources", {}).items():
+            if rel in sources and _digest(sources[rel]) != digest:
+                parser.error(f"{rel} changed since {args.rerun}; run every mutant again")
+        again = {r["id"] for r in previous["mutants"] if r["result"] != "killed"}
+        kept = [r for r in previous["mutants"] if r["result"] == "killed" and r["path"] in sources]
+        mutants = [m for m in mutants if m.id in again]
     if args.list:
         for m in mutants:
             print(f"{m.id}\t{_source_line(sources[m.path], m.line)}")
         print(f"{len(mutants)} mutants", file=sys.stderr)
         return 0
-    equivalent: dict[str, str] = json.loads(Path(args.equivalent).read_text()) if args.equivalent else {}
 
     with tempfile.TemporaryDirectory(prefix="simworld-mutate-") as tmp:
         tree = Path(tmp)
@@ -269,15 +288,41 @@ def main(argv: list[str] | None = None) -> int:
             results.append({**asdict(m), "id": m.id, "result": verdict, "how": status, "seconds": round(seconds, 2),
                             "source": _source_line(original, m.line), "why": equivalent.get(m.id, "")})
             print(f"[{n}/{len(mutants)}] {verdict:10s} {m.id}", file=sys.stderr, flush=True)
-    _write_reports(Path(args.out), results, args)
+    order = {m.id: i for i, m in enumerate(x for rel, src in sources.items() for x in mutants_of(rel, src))}
+    results = sorted(kept + results, key=lambda r: order.get(r["id"], len(order)))
+    _write_reports(Path(args.out), results, [f"`{' '.join(args.tests)}`"],
+                   {rel: _digest(src) for rel, src in sources.items()}, selection=args.tests)
     survivors = [r for r in results if r["result"] == "survived"]
     return 1 if survivors else 0
 
 
-def _write_reports(out: Path, results: list[dict], args: argparse.Namespace) -> None:
+def _merge(reports: list[Path], out: Path, equivalent: dict[str, str]) -> int:
+    """One report from several (each module's own run and tests), with the equivalence arguments applied."""
+    results, tests, sources = [], [], {}
+    for path in reports:
+        data = json.loads(path.read_text())
+        tests.append(f"{', '.join(sorted({r['path'] for r in data['mutants']}))}: `{' '.join(data['tests'])}`")
+        sources.update(data.get("sources", {}))
+        for r in data["mutants"]:
+            if r["result"] != "killed":
+                r = {**r, "result": "equivalent" if r["id"] in equivalent else "survived",
+                     "why": equivalent.get(r["id"], "")}
+            results.append(r)
+    _write_reports(out, results, tests, sources)
+    return 1 if any(r["result"] == "survived" for r in results) else 0
+
+
+def _digest(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def _write_reports(out: Path, results: list[dict], tests: list[str], sources: dict[str, str],
+                   selection: list[str] | None = None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"tests": args.tests, "mutants": results}, indent=1) + "\n")
-    lines = ["# Mutation report", "", f"Tests: `{' '.join(args.tests)}`", "",
+    report = {"tests": selection if selection is not None else tests, "sources": sources, "mutants": results}
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    lines = ["# Mutation report", "", "Produced by `scripts/mutate.py`. Tests run per mutant:", "",
+             *[f"- {t}" for t in tests], "",
              "| file | mutants | killed | equivalent | survived | kill rate (non-equivalent) |",
              "|---|---|---|---|---|---|"]
     by_file: dict[str, list[dict]] = {}

@@ -202,6 +202,13 @@ class TestRequiredStepsRules:
                                           steps_episode(("get_plan", {}, "ok"), ("get_plan", {}, "ok")).events,
                                           {}) == {"a": 0, "b": 1}
 
+    def test_only_early_matches_take_the_earliest(self) -> None:
+        """When every match comes before the dependency's, the step takes the earliest and reports its seq."""
+        steps = [{"id": "a", "tool": "get_plan"}, {"id": "b", "tool": "set_schedule", "after": ["a"]}]
+        ep = steps_episode(("set_schedule", {}, "ok"), ("set_schedule", {}, "ok"), ("get_plan", {}, "ok"))
+        assert match_steps(steps, ep.events, {}) == {"a": 2, "b": 0}
+        assert [x["seq"] for x in required_steps(ep, steps).data["order_violations"]] == [0]
+
     def test_latest_dependency_sets_the_floor(self) -> None:
         """With two dependencies, a step must come after the later of them."""
         steps = [{"id": "a", "tool": "get_plan"}, {"id": "b", "tool": "get_policy"},
