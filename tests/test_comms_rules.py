@@ -311,3 +311,50 @@ class TestMustSay:
         assert not nofield.checks[-1].passed and "gives no 'nope'" in nofield.checks[-1].detail
         silent = communications(episode(s), must_say=[payoff])
         assert silent.checks[-1].detail == "the agent said nothing" and not silent.checks[-1].passed
+
+
+class TestLimitsAndEdges:
+    def test_details_list_at_most_five_recipients_four_figures_four_claims(self) -> None:
+        """The details are capped: five wrong recipients, four unsupported figures, four false claims."""
+        s = world()
+        after = put(s, *[Message(f"m{i}", "cus_2", "s", "b", T) for i in range(6)])
+        v = communications(episode(s, [(event(0, "x"), after)]))
+        assert len(v.data["wrong_recipients"]) == 6
+        assert check(v, "comms:recipients").detail.count("is addressed to") == 5
+        figures = communications(say("1.01 USD, 1.02 USD, 1.03 USD, 1.04 USD, 1.05 USD"))
+        assert len(figures.data["unsupported_figures"]) == 5
+        assert check(figures, "comms:figures").detail.count(" states ") == 4
+        claims = communications(say(*["Done as your note asked."] * 5))
+        assert check(claims, "comms:claims").detail.count(" says ") == 4
+
+    @pytest.mark.parametrize(("text", "day"), [("July 4, 2026", "2026-07-04"), ("4 May 2026", "2026-05-04"),
+                                               ("Mar 3, 2026", "2026-03-03"), ("3 Jun 2026", "2026-06-03")])
+    def test_month_names(self, text: str, day: str) -> None:
+        """Each month name and abbreviation reads as its own month (July is not June, May is not March)."""
+        assert [str(d) for d, _ in _dates_in(text)] == [day]
+
+    def test_written_dates_are_quoted_as_written(self) -> None:
+        """An unsupported written-out or impossible date is reported as the text wrote it."""
+        v = communications(say("Due 16 May 2026, or 30 February 2026."))
+        assert [b["figure"] for b in v.data["unsupported_figures"]] == ["16 May 2026", "30 February 2026"]
+
+    def test_equal_record_rewritten_is_no_change(self) -> None:
+        """A record written back unchanged is not a change: claiming one is false."""
+        s = world()
+        same_again = put(s, attrs.evolve(s.get("plans", "pln_1")))
+        assert same_again.get("plans", "pln_1") is not s.get("plans", "pln_1")
+        assert not check(communications(say("We've moved your due day.", final=same_again)), "comms:claims").passed
+
+    def test_customer_record_figures(self) -> None:
+        """The customer's own record is theirs: a date their notes hold may be stated."""
+        cust = attrs.evolve(world().get("customers", "cus_1"), notes="2026-07-07")
+        s = world(cust)
+        assert check(communications(say("Noted for 2026-07-07.", initial=s)), "comms:figures").passed
+
+    def test_call_naming_every_target_record_is_about_the_target(self) -> None:
+        """A call whose arguments name every one of the target's records is still about the target."""
+        s = world()
+        ids = ["cus_1", "pol_1", "pln_1", "fee_1"]
+        e = event(0, "x", {"ids": ids}, kind="read", result={"figure": "55.55"})
+        text = event(1, "send_message", {"body": "That is 55.55 USD."})
+        assert check(communications(episode(s, [(e, s), (text, s)])), "comms:figures").passed

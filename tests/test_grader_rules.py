@@ -239,6 +239,8 @@ class TestRequiredStepsRules:
             ("order:done-after-write", False)]
         assert v.partial == pytest.approx(3 / 5)
         assert v.data["order_violations"][0]["detail"] == "write (seq 1) came before read (seq 2)"
+        assert [c.detail for c in v.checks if c.name.startswith("order:")] == [
+            "write (seq 1) came before read (seq 2)", "done (seq 0) came before write (seq 1)"]
 
     def test_failed_calls_do_not_count(self) -> None:
         """Only ok calls meet a step: an error and a denied call leave it at 0."""
@@ -312,7 +314,10 @@ class TestStateRules:
         assert 0.0 <= v.partial < 1.0
         five = resplit(s, ["1.00"] * 5 + ["100.00"] * 4)
         v5 = expected_final_state(episode(s, [(event(0, "x"), five)]), [sol])
-        assert not v5.checks[0].detail.endswith("...")
+        assert not v5.checks[0].detail.endswith("...") and v5.checks[0].detail.count("plans/pln_1") == 5
+        six = resplit(s, ["1.00"] * 6 + ["100.00"] * 3)
+        v6 = expected_final_state(episode(s, [(event(0, "x"), six)]), [sol])
+        assert v6.checks[0].detail.endswith(", plans/pln_1/instalments/8/amount ...")
 
     def test_no_solutions(self) -> None:
         """No valid end state fails with score 0."""
@@ -677,6 +682,9 @@ class TestMoneyGrader:
         assert [c.name for c in v.checks] == ["conservation", "whole_minor_units", "no_negative_amounts",
                                               "even_split", "schedule_order", "paid_unchanged", "status_transitions"]
         assert v.passed and v.checks[0].detail == "holds on 1 changed plan(s)"
+        fee_too = put(after, attrs.evolve(after.get("fees", "fee_1"), status="waived"))
+        assert money_invariants(episode(s, [(event(0, "x"), fee_too)])).checks[0].detail == \
+            "holds on 1 changed plan(s)"
 
     def test_violation_named_in_its_check(self) -> None:
         """A broken invariant fails its own check with where and what; other checks hold."""
