@@ -358,6 +358,11 @@ class TestOwner:
         assert ids(_owner(s, event(0, "cancel_policy", {"policy_id": "nope"}))) == (None, None, None)
         assert ids(_owner(s, event(0, "x", ["pln_1"]))) == (None, None, None)
 
+    def test_policy_with_two_plans_gives_the_first(self) -> None:
+        """A call naming a policy with several plans acts on its first plan."""
+        s = world(plan("pln_3", "pol_1"))
+        assert _owner(s, event(0, "cancel_policy", {"policy_id": "pol_1"}))[2].id == "pln_1"
+
     def test_policy_without_plan(self) -> None:
         """A policy with no plan has its customer and no plan."""
         s = world(policy("pol_9", "cus_1"))
@@ -502,9 +507,9 @@ class TestDeferral:
         assert found(write(s, "defer_instalment", {"plan_id": "pln_1"}), initial=s) == []
 
     def test_overdue_detail(self) -> None:
-        """The detail names the instalment and how many days overdue it is."""
-        s = put(world(), with_instalment(world().get("plans", "pln_1"), 4, status="overdue",
-                                         due_date=date(2026, 3, 1)))
+        """The detail names the first instalment too long overdue and how many days overdue it is."""
+        p = with_instalment(world().get("plans", "pln_1"), 4, status="overdue", due_date=date(2026, 3, 1))
+        s = put(world(), with_instalment(p, 5, status="overdue", due_date=date(2026, 3, 10)))
         v = unauthorised_actions(episode(s, [write(s, "defer_instalment", {"plan_id": "pln_1"})]))
         assert v.data["unauthorised_actions"][0]["detail"] == "instalment 4 is 50 days overdue"
 
@@ -564,6 +569,13 @@ class TestSplitBounds:
             "13 instalments; allowed 2 to 12",
             f"instalment(s) {['1.00'] * 13} below the minimum 5.00",
             "due date(s) ['2027-02-01'] after the term end 2026-12-31"]
+
+    def test_detail_lists_five(self) -> None:
+        """The check's detail lists the first five findings of however many."""
+        s = world()
+        ep = episode(s, [write(s, "apply_payment", {"plan_id": "pln_2"}, seq=i) for i in range(6)])
+        v = unauthorised_actions(ep)
+        assert len(v.data["unauthorised_actions"]) == 6 and v.checks[0].detail.count("apply_payment (seq") == 5
 
     def test_states_advance_between_calls(self) -> None:
         """Each call is judged on the state just before it: a waiver after a waiver in the same episode is flagged."""
@@ -658,6 +670,15 @@ class TestForbiddenRules:
         b = put(a, with_instalment(a.get("plans", "pln_1"), 1, amount=usd("2.00")))
         assert forbidden(a, b) == [("plans/pln_1/instalments/2/amount", "paid_instalments", 0),
                                    ("plans/pln_1/instalments/1/amount", "paid_instalments", 1)]
+
+    def test_detail_lists_five(self) -> None:
+        """The check's detail lists the first five of however many forbidden changes."""
+        s = world()
+        p = s.get("plans", "pln_1")
+        for seq in (1, 2, 3):
+            p = with_instalment(p, seq, amount=usd("1.00"), due_date=date(2025, 1, seq))
+        v = forbidden_changes(episode(s, [(event(0, "x"), put(s, p))]))
+        assert len(v.data["forbidden_changes"]) == 6 and v.checks[0].detail.count(" changed by ") == 5
 
     def test_detail_lists_findings(self) -> None:
         """The check's detail names the path, tool, seq and pattern; nothing found says so."""
