@@ -228,6 +228,28 @@ class TestConservation:
         excess = Credit("cr-pln_1-payment-1", "pln_1", "USD", usd("10.00"), "overpaid")
         assert found(s, put(s, excess)) == []
 
+    def test_credit_beyond_a_cleared_balance(self) -> None:
+        """A decrease beyond what is owed: nothing left owed and the excess granted as credit keeps conservation."""
+        s = world()
+        p = s.get("plans", "pln_1")
+        cleared = put(s, attrs.evolve(p, instalments=p.instalments[:3] + tuple(
+            attrs.evolve(i, status="cancelled") for i in p.instalments[3:])))
+        to_zero = PremiumChange("pc_1", "pol_1", "USD", usd("1200.00"), usd("0.00"), date(2026, 1, 1))
+        credit = Credit("cr-pln_1-schedule-1", "pln_1", "USD", usd("300.00"), "decrease")
+        assert found(s, put(cleared, to_zero, credit)) == []
+
+    def test_smallest_credit_while_smallest_amount_owed(self) -> None:
+        """A credit of 0.01 granted while 0.01 is still owed is flagged (the boundary of both amounts)."""
+        s = world()
+        p = s.get("plans", "pln_1")
+        left = put(s, attrs.evolve(p, instalments=p.instalments[:3] + (attrs.evolve(p.instalments[3],
+                                                                                   amount=usd("0.01")),) + tuple(
+            attrs.evolve(i, status="cancelled") for i in p.instalments[4:])))
+        to_300 = PremiumChange("pc_1", "pol_1", "USD", usd("1200.00"), usd("300.00"), date(2026, 1, 1))
+        credit = Credit("cr-pln_1-schedule-1", "pln_1", "USD", usd("0.01"), "decrease")
+        (v,) = check_plan(s, put(left, to_300, credit), "pln_1")
+        assert v.detail.startswith("a credit of 0.01 granted while 0.01 is still owed")
+
     def test_zero_credit_while_owed_is_fine(self) -> None:
         """A zero credit granted while owed is no credit."""
         s = world()
