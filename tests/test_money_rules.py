@@ -62,7 +62,7 @@ class TestParse:
         (None, "USD", "type=NoneType"), ("1.001", "USD", "more decimals than USD allows (2)"),
         ("1.0001", "USD", "more decimals than USD allows"), ("1.5", "JPY", "more decimals than JPY allows (0)"),
         ("+1", "USD", "no plus sign"), ("1e3", "USD", "no plus sign"), (" 1", "USD", "no plus sign"),
-        ("1234567890123456", "USD", "absurdly large"), (10**15, "USD", "absurdly large"),
+        ("1234567890123456", "USD", "absurdly large"), ("123456789012345.1234", "USD", "more decimals than USD"), (10**15, "USD", "absurdly large"),
         (float("nan"), "USD", "finite"), (float("inf"), "USD", "finite"), (Decimal("NaN"), "USD", "finite"),
         (1e13, "USD", "too large to be exact"), (1e15, "USD", "absurdly large"), (Decimal("1E+15"), "USD", "absurdly"),
         (Decimal("0.001"), "USD", "more decimals"), (0.001, "USD", "more decimals"),
