@@ -126,6 +126,9 @@ class TestRecipients:
         assert check(v, "comms:recipients").passed
         old = world(Message("m0", "cus_2", "s", "b", T))
         assert check(communications(episode(old, [(event(0, "x"), old)])), "comms:recipients").passed
+        # A seed's world carries its own overlay: a record already there when the episode began is not judged.
+        seeded = put(world(), Message("m0", "cus_2", "s", "b", T))
+        assert check(communications(episode(seeded, [(event(0, "x"), seeded)])), "comms:recipients").passed
 
     def test_sorted_by_id(self) -> None:
         """Wrong recipients are listed by record id."""
