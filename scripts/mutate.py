@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--equivalent", help="JSON file: mutant id -> why it is equivalent")
     parser.add_argument("--line", type=int, action="append", help="only mutants on these lines (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
-    parser.add_argument("--rerun", help="a previous JSON report: run only its survivors again, keep its kills "
-                                        "(refused if a module changed since)")
+    parser.add_argument("--rerun", help="a previous JSON report: run only its survivors again and keep its kills, "
+                                        "for when tests only grew (refused if a module changed since)")
     args = parser.parse_args(argv)
 
     equivalent: dict[str, str] = json.loads(Path(args.equivalent).read_text()) if args.equivalent else {}
