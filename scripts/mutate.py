@@ -65,7 +65,7 @@ _CMPOPS: dict[type, list[type]] = {
     ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq], ast.Is: [ast.IsNot], ast.IsNot: [ast.Is],
     ast.In: [ast.NotIn], ast.NotIn: [ast.In],
 }
-_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+_SYMBOL: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
            ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
            ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in", ast.And: "and", ast.Or: "or"}
 
@@ -101,7 +101,7 @@ def _skipped(tree: ast.AST) -> set[int]:
     """Nodes not worth mutating: annotations, ``__all__``, ``if TYPE_CHECKING``, docstrings."""
     skip = _docstring_nodes(tree)
     for node in ast.walk(tree):
-        annotations = []
+        annotations: list[ast.AST | None] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             annotations = [a.annotation for a in (*node.args.args, *node.args.kwonlyargs, *node.args.posonlyargs)]
             annotations += [node.returns, getattr(node.args.vararg, "annotation", None),
@@ -133,8 +133,8 @@ def mutants_of(path: str, source: str) -> list[Mutant]:
                 for new in _CMPOPS.get(type(op), []):
                     out.append(Mutant(*where, f"{_SYMBOL[type(op)]} -> {_SYMBOL[new]}", slot))
         elif isinstance(node, ast.BoolOp):
-            new = "or" if isinstance(node.op, ast.And) else "and"
-            out.append(Mutant(*where, f"{_SYMBOL[type(node.op)]} -> {new}"))
+            other = "or" if isinstance(node.op, ast.And) else "and"
+            out.append(Mutant(*where, f"{_SYMBOL[type(node.op)]} -> {other}"))
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             out.append(Mutant(*where, "drop not"))
         elif isinstance(node, ast.Constant) and type(node.value) is bool:

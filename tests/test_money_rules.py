@@ -62,7 +62,8 @@ class TestParse:
         (None, "USD", "type=NoneType"), ("1.001", "USD", "more decimals than USD allows (2)"),
         ("1.0001", "USD", "more decimals than USD allows"), ("1.5", "JPY", "more decimals than JPY allows (0)"),
         ("+1", "USD", "no plus sign"), ("1e3", "USD", "no plus sign"), (" 1", "USD", "no plus sign"),
-        ("1234567890123456", "USD", "absurdly large"), ("123456789012345.1234", "USD", "more decimals than USD"), (10**15, "USD", "absurdly large"),
+        ("1234567890123456", "USD", "absurdly large"), ("123456789012345.1234", "USD", "more decimals than USD"),
+        (10**15, "USD", "absurdly large"),
         (float("nan"), "USD", "finite"), (float("inf"), "USD", "finite"), (Decimal("NaN"), "USD", "finite"),
         (1e13, "USD", "too large to be exact"), (1e15, "USD", "absurdly large"), (Decimal("1E+15"), "USD", "absurdly"),
         (Decimal("0.001"), "USD", "more decimals"), (0.001, "USD", "more decimals"),
@@ -96,7 +97,8 @@ class TestParse:
 
 class TestFormat:
     @pytest.mark.parametrize(("minor", "currency", "text"), [
-        (33334, "USD", "333.34"), (5, "USD", "0.05"), (-5, "USD", "-0.05"), (-1, "USD", "-0.01"), (0, "USD", "0.00"), (1, "KWD", "0.001"),
+        (33334, "USD", "333.34"), (5, "USD", "0.05"), (-5, "USD", "-0.05"), (-1, "USD", "-0.01"), (0, "USD", "0.00"),
+        (1, "KWD", "0.001"),
         (14286, "JPY", "14286"), (-14286, "JPY", "-14286"), (100, "USD", "1.00"), (1000, "KWD", "1.000"),
     ])
     def test_format(self, minor: int, currency: str, text: str) -> None:
@@ -167,7 +169,8 @@ class TestAllocate:
 class TestAllocateRatios:
     @pytest.mark.parametrize(("total", "ratios", "parts"), [
         (10, [16, 9], [6, 4]), (10, [1, 1], [5, 5]), (10, [1, 1, 1], [4, 3, 3]), (1, [1, 1], [1, 0]),
-        (100, [1, 2, 3], [17, 33, 50]), (-10, [16, 9], [-6, -4]), (-1, [1, 1], [-1, 0]), (7, [0, 1], [0, 7]), (10, [3], [10]),
+        (100, [1, 2, 3], [17, 33, 50]), (-10, [16, 9], [-6, -4]), (-1, [1, 1], [-1, 0]), (7, [0, 1], [0, 7]),
+        (10, [3], [10]),
         (11, [Fraction(1, 3), Fraction(2, 3)], [4, 7]), (10, [Decimal("0.5"), Decimal("1.5")], [3, 7]),
         (5, [2, 3, 5], [1, 2, 2]), (3, [1, 1, 2, 2], [1, 0, 1, 1]),
     ])
