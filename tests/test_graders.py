@@ -35,7 +35,6 @@ from simworld.models import Fee
 from simworld.money import Money
 from simworld.runner import grade, play, solution_end_states
 from simworld.scenario import Scenario, load_suite
-from simworld.tools._read import pro_rata_delta
 from simworld.verdict import Check, Verdict
 
 SPLIT = "split-balance-three-ways"
@@ -119,6 +118,18 @@ def split_with_amounts(seed: int, amounts: Sequence[str]) -> Episode:
     return env.episode()
 
 
+def hand_pro_rata(policy: Any, new: Money, effective: Any) -> Money:
+    """The pro-rata premium change written out from the rule (not by the code under test).
+
+    (new - old) x days from ``effective`` through the term end inclusive / days in the term, rounded once,
+    half to even, to the minor unit.
+    """
+    days = (policy.term_end - effective).days + 1
+    term = (policy.term_end - policy.term_start).days + 1
+    exact = Decimal(new.minor - policy.annual_premium.minor) * days / term
+    return Money(int(exact.quantize(Decimal(1), ROUND_HALF_EVEN)), new.currency)
+
+
 def money_check(verdict: Verdict, name: str) -> Check:
     (check,) = [c for c in verdict.checks if c.name == name]
     return check
@@ -199,15 +210,15 @@ class TestExpectedFinalState:
         ]
         assert "plans/pln_001/instalments/6/amount" in v.checks[0].detail
 
-    def test_partial_score_between_zero_and_one(self) -> None:
-        """A near miss scores strictly between 0 and 1, and the exact answer scores 1."""
+    def test_partial_score_is_the_share_of_fields_that_match(self) -> None:
+        """One field off among the 78 compared scores exactly 1 - 1/78, and the exact answer scores 1."""
         seed = SPLIT_EVEN_SEED
         q = Decimal(split_quote(SPLIT, seed)[0]["amount"])
         near = split_with_amounts(seed, [str(q), str(q + Decimal("0.01")), str(q)])
         exact = split_with_amounts(seed, [str(q)] * 3)
         sols = solutions(SPLIT, seed)
-        near_score = expected_final_state(near, solutions=sols).partial
-        assert 0.0 < near_score < 1.0
+        # Compared: the plan (8 fields + 7 instalments x 5), its 4 payments (6 fields each), the policy (11).
+        assert expected_final_state(near, solutions=sols).partial == 1 - 1 / (8 + 7 * 5 + 4 * 6 + 11)
         assert expected_final_state(exact, solutions=sols).partial == 1.0
 
     def test_untouched_world_fails(self) -> None:
@@ -768,7 +779,7 @@ class TestMoneyInvariants:
         policy = state.get("policies", var["policy_id"])
         owed = [i for i in plan.instalments if i.status in ("planned", "due", "overdue")]
         new = Money.parse(var["new_premium"], var["currency"])
-        delta, _ = pro_rata_delta(policy, new, parse_date(var["next_due_date"]))
+        delta = hand_pro_rata(policy, new, parse_date(var["next_due_date"]))
         old_total = sum(i.amount.minor for i in owed)
         new_total = old_total + delta.minor
         exp = new.exponent
@@ -961,13 +972,13 @@ class TestGradingContract:
         out = grade_episode([spec(grader_module, "scored", part="state", value=0.25)], some_episode, (), {})
         assert out["parts"] == {"state": 0.25} and out["total"] == 0.25
 
-    def test_score_outside_unit_interval_is_not_reported(self, grader_module, some_episode) -> None:
-        """A verdict score above 1 is refused or clamped: total stays within [0, 1]."""
-        try:
-            out = grade_episode([spec(grader_module, "scored", value=1.5)], some_episode, (), {})
-        except ValueError:
-            return
-        assert 0.0 <= out["total"] <= 1.0, out["total"]
+    def test_score_outside_unit_interval_is_a_failed_check(self, grader_module, some_episode) -> None:
+        """A verdict score above 1 is refused by Verdict: the grader fails with a harness error and scores 0."""
+        out = grade_episode([spec(grader_module, "scored", value=1.5)], some_episode, (), {})
+        assert out["passed"] is False and out["total"] == 0.0 and out["parts"] == {"custom": 0.0}
+        assert out["checks"] == [{"name": f"{grader_module}:scored", "passed": False,
+                                  "detail": "grader raised ValueError: Expected score in [0, 1] but got score=1.5."}]
+        assert out["harness_error"].startswith(f"grader {grader_module}:scored raised ValueError")
 
     def test_agent_error_fails_and_zeroes_total(self, grader_module, some_episode) -> None:
         """An errored episode gets a failed agent_ran check and total 0, whatever the graders say."""

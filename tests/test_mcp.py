@@ -1,6 +1,8 @@
 """The MCP server: the SDK's own client plays episodes against a served scenario, over stdio and HTTP.
 
-Tests that need the client skip when the optional dependency mcp is not installed.
+The mcp SDK is in the test extra (``pip install -e '.[test]'``), so these tests need it and fail,
+never skip, without it: a missing SDK must not turn into a silently green run. Only
+``test_serve_without_mcp_*`` and ``test_module_imports_without_mcp`` simulate its absence.
 """
 
 from __future__ import annotations

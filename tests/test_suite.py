@@ -3,11 +3,13 @@ and perturbation is deterministic and stays inside each scenario's space."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
+from graders.state import expected_final_state
 from simworld.agents import build_agent_factory, steps_factory
 from simworld.episode import Environment
-from simworld.money import exponent
+from simworld.money import Money, exponent
 from simworld.runner import grade, play, solution_end_states
 from simworld.scenario import CATEGORIES, load_suite
 from simworld.tools import OUTCOMES
@@ -45,6 +47,28 @@ class TestEveryScenario:
                 episode = play(Environment(scenario, seed, agent_name=f"solution:{name}"), steps_factory(steps, name))
                 result = grade(scenario, episode, expected)
                 assert result["passed"], (seed, name, [c for c in result["checks"] if not c["passed"]])
+
+    def test_state_part_can_fail(self, scenario) -> None:
+        """The end-state grader is not a tautology on solutions: one minor unit off a solution's end state fails.
+
+        Grading a solution against the end states of the solutions (above) cannot fail its state part, so
+        each solution's end state, with its target plan's last instalment one minor unit off, must fail
+        against those same end states, naming that field.
+        """
+        for seed in (0, 1):
+            expected = solution_end_states(scenario, seed)
+            for steps, name in zip(scenario.solutions, scenario.solution_files, strict=True):
+                episode = play(Environment(scenario, seed, agent_name=f"solution:{name}"), steps_factory(steps, name))
+                plan = episode.final_state.get("plans", scenario.target["plan"])
+                last = plan.instalments[-1]
+                bumped = attrs.evolve(last, amount=Money(last.amount.minor + 1, last.amount.currency))
+                final = episode.final_state.put(attrs.evolve(plan, instalments=(*plan.instalments[:-1], bumped)))
+                off = attrs.evolve(episode, final_state=final, states=(*episode.states[:-1], final))
+                v = expected_final_state(off, expected)
+                assert not v.passed, (seed, name)
+                path = f"plans/{plan.id}/instalments/{last.seq}/amount"
+                assert path in [d["path"] for d in v.data["state_diff"]], (seed, name, v.data["state_diff"])
+                assert expected_final_state(episode, expected).passed, (seed, name)
 
     def test_noop_fails(self, scenario) -> None:
         """Doing nothing fails every scenario (no terminal outcome), at several seeds."""
