@@ -103,7 +103,8 @@ class SubprocessAgent:
         self.eof = False
         self.stderr_tail: deque[str] = deque(maxlen=20)
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self.stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self.stderr_reader.start()
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
@@ -119,6 +120,8 @@ class SubprocessAgent:
             self.stderr_tail.append(raw.decode("utf-8", "replace").rstrip())
 
     def _why(self) -> str:
+        if self.proc.poll() is not None:  # it has exited: let the reader take in what it wrote last
+            self.stderr_reader.join(timeout=1.0)
         tail = " | ".join(list(self.stderr_tail)[-3:])
         return f"; stderr: {tail}" if tail else ""
 

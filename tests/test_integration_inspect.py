@@ -205,7 +205,8 @@ class TestTaskArguments:
         argv = shlex.split(command)
         assert argv[:2] == ["inspect", "eval"]
         done = subprocess.run([sys.executable, "-m", "inspect_ai", *argv[1:], "--log-dir", str(tmp_path),
-                               "--display", "none"], capture_output=True, text=True, timeout=300)
+                               "--display", "none"], capture_output=True, text=True, timeout=300,
+                              cwd=tmp_path)  # a user's own folder: the checkout's simworld/ is not a task path
         assert done.returncode == 0, done.stdout + done.stderr
         (info,) = list_eval_logs(str(tmp_path))
         log = read_eval_log(info)
