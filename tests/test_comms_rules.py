@@ -232,6 +232,27 @@ class TestFigures:
         assert date(2026, 4, 20) in k.dates and date(2026, 5, 15) in k.dates
 
 
+    def test_a_date_only_a_call_showed_is_known(self) -> None:
+        """has_date reads the calls when the records lack the date: a quote's date the records never held."""
+        s = world()
+        quote = event(0, "quote_payoff", {"plan_id": "pln_1", "as_of": "2026-09-09"}, kind="read",
+                      result={"plan_id": "pln_1", "as_of": "2026-09-09", "payoff": "123.45"})
+        k = _Known(episode(s, [(quote, s)]))
+        assert k.has_date(date(2026, 9, 9)) and k.has_amount(Decimal("123.45"))
+        assert not _Known(episode(s)).has_date(date(2026, 9, 9))
+
+    def test_the_day_of_a_failed_or_text_call_is_not_known(self) -> None:
+        """Only an ok call that is not itself a text makes its simulated day a known date."""
+        s = world()
+        failed = event(0, "get_plan", {"plan_id": "pln_1"}, kind="read", status="error",
+                       at="2026-10-10T09:00:00Z")
+        said = event(1, "send_message", {"customer_id": "cus_1", "body": "hello"}, at="2026-10-11T09:00:00Z")
+        ok = event(2, "get_plan", {"plan_id": "pln_1"}, kind="read", at="2026-10-12T09:00:00Z")
+        k = _Known(episode(s, [(failed, s), (said, s), (ok, s)]))
+        assert k.has_date(date(2026, 10, 12))
+        assert not k.has_date(date(2026, 10, 10)) and not k.has_date(date(2026, 10, 11))
+
+
 class TestClaims:
     def test_fee_waived(self) -> None:
         """Claiming a waiver is false unless a fee of the target's was waived in the episode."""
