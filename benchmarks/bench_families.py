@@ -82,15 +82,18 @@ def main() -> None:
     for f in families:
         by_count.setdefault(counts[f.name], []).append(f)
     index = b""
+    disagreements: list[str] = []  # instances not written: the solver or their own graders disagree
     for count, group in sorted(by_count.items()):
         try:
-            generate(group, count, ns.seed, suite, workers=ns.workers)
+            done = generate(group, count, ns.seed, suite, workers=ns.workers)
+            disagreements += [d for r in done.values() for d in r.disagreements]
         except FamilyError:  # a space smaller than its cap once undecidable points are skipped: one at a time
             for f in group:
                 n = count
                 while True:
                     try:
-                        generate([f], n, ns.seed, suite)
+                        done = generate([f], n, ns.seed, suite)
+                        disagreements += done[f.name].disagreements
                         break
                     except FamilyError:
                         n = n * 3 // 4
@@ -112,7 +115,8 @@ def main() -> None:
                            "bytes": sum(p.stat().st_size for p in suite.rglob("*") if p.is_file()),
                            "outcome_mix": {k: round(v / len(lines), 3) for k, v in sorted(mix.items())},
                            "distinct_prompt_templates": round(len(prompts) / len(lines), 3),
-                           "distinct_intent_parameter_points": len(combos)}
+                           "distinct_intent_parameter_points": len(combos),
+                           "disagreements": len(disagreements), "disagreement_examples": disagreements[:3]}
 
     run_dir = ns.out / "run"
     took, done = _cli("run", "--suite", str(suite), "--agent", "reference", "--seed", "0", "--out", str(run_dir),
