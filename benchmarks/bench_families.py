@@ -9,6 +9,8 @@ parameter values x phrasings x recovery choices, x 0.8 for the holdout share) so
 not exhausted; what the caps leave goes to the families with room. Prints one JSON object: the
 instances written, generation time and rate, the run's time, each export's time and size, and the
 result of ``simworld check`` over CHECK instances (an equal slice of every family) at seeds 0..2.
+The run's and each check process's stdout and stderr are kept under OUT (``run.stdout``,
+``check-K.stdout``, ...).
 """
 
 from __future__ import annotations
@@ -80,15 +82,18 @@ def main() -> None:
     for f in families:
         by_count.setdefault(counts[f.name], []).append(f)
     index = b""
+    disagreements: list[str] = []  # instances not written: the solver or their own graders disagree
     for count, group in sorted(by_count.items()):
         try:
-            generate(group, count, ns.seed, suite, workers=ns.workers)
+            done = generate(group, count, ns.seed, suite, workers=ns.workers)
+            disagreements += [d for r in done.values() for d in r.disagreements]
         except FamilyError:  # a space smaller than its cap once undecidable points are skipped: one at a time
             for f in group:
                 n = count
                 while True:
                     try:
-                        generate([f], n, ns.seed, suite)
+                        done = generate([f], n, ns.seed, suite)
+                        disagreements += done[f.name].disagreements
                         break
                     except FamilyError:
                         n = n * 3 // 4
@@ -110,12 +115,24 @@ def main() -> None:
                            "bytes": sum(p.stat().st_size for p in suite.rglob("*") if p.is_file()),
                            "outcome_mix": {k: round(v / len(lines), 3) for k, v in sorted(mix.items())},
                            "distinct_prompt_templates": round(len(prompts) / len(lines), 3),
-                           "distinct_intent_parameter_points": len(combos)}
+                           "distinct_intent_parameter_points": len(combos),
+                           "disagreements": len(disagreements), "disagreement_examples": disagreements[:3]}
 
     run_dir = ns.out / "run"
     took, done = _cli("run", "--suite", str(suite), "--agent", "reference", "--seed", "0", "--out", str(run_dir),
                       "--workers", str(ns.workers))
-    figures["run"] = {"seconds": round(took, 1), "exit": done.returncode, "last_line": done.stdout.strip()[-200:]}
+    (ns.out / "run.stdout").write_text(done.stdout)
+    (ns.out / "run.stderr").write_text(done.stderr)
+    results = [json.loads(x) for x in (run_dir / "results.jsonl").read_bytes().splitlines()] \
+        if (run_dir / "results.jsonl").exists() else []
+    failed: dict[str, int] = {}
+    for x in results:
+        if not x["passed"]:
+            family = next((f.name for f in families if x["scenario"].startswith(f.name + "-")), "?")
+            failed[family] = failed.get(family, 0) + 1
+    figures["run"] = {"seconds": round(took, 1), "exit": done.returncode, "episodes": len(results),
+                      "passed": sum(1 for x in results if x["passed"]), "failed_by_family": failed,
+                      "last_line": done.stdout.strip()[-200:]}
     for fmt in ("openai", "trl"):
         target = ns.out / f"train-{fmt}.jsonl"
         took, done = _cli("export", str(run_dir), "--format", fmt, "--out", str(target))
@@ -140,9 +157,13 @@ def main() -> None:
                  for part in parts]
         outs = [p.communicate() for p in procs]
         took = time.perf_counter() - start
+        for k, (out, err) in enumerate(outs):  # kept: a process that exits 1 says why in them
+            (ns.out / f"check-{k}.stdout").write_text(out)
+            (ns.out / f"check-{k}.stderr").write_text(err)
         scores = [line for out, _ in outs for line in out.splitlines() if line.startswith("mutation score")]
         figures["check"] = {"instances": len(chosen), "seeds": "0..2", "seconds": round(took, 1),
-                            "exit_codes": [p.returncode for p in procs], "mutation_scores": scores}
+                            "exit_codes": [p.returncode for p in procs], "mutation_scores": scores,
+                            "outputs": [str(ns.out / f"check-{k}.std{{out,err}}") for k in range(len(procs))]}
     print(json.dumps(figures, indent=2))
 
 

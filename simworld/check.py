@@ -54,7 +54,8 @@ from simworld.splits import effective_seed, parse_seeds
 from simworld.state import State
 from simworld.tools import TOOLS, Kind
 
-__all__ = ["BrokenSolution", "Mutant", "ScenarioCheck", "check_scenario", "mutants", "parse_seeds"]
+__all__ = ["BrokenSolution", "Mutant", "ScenarioCheck", "check_scenario", "mutants", "parse_seeds",
+           "solution_failures"]
 
 #: Operators that change only what the agent says (never equivalent by end state).
 _COMMS_OPERATORS = ("retarget", "foreign-figure", "false-claim")
@@ -295,6 +296,37 @@ def _equivalent(scenario: Scenario, mutant: Mutant, episode: Episode, solutions:
                     return "a read changes nothing and no required step needs it"
                 return f"reaches the end state of {scenario.solution_files[k]} with an allowed outcome"
     return None
+
+
+def solution_failures(scenario: Scenario, seeds: Sequence[int]) -> list[str]:
+    """Why ``scenario``'s solutions do not pass its own graders at ``seeds`` (empty: every one passes at each).
+
+    Each solution is played once per seed (no end-state cache is read or written) and graded
+    against the end states of all of them, as ``check`` grades it. ``families generate`` runs
+    this on every instance before writing it: ground truth that fails its own graders is
+    reported, never written.
+    """
+    out: list[str] = []
+    for seed in seeds:
+        episodes = [play(Environment(scenario, seed, agent_name=f"solution:{name}"), steps_factory(steps, name))
+                    for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True)]
+        broken = False
+        for name, episode in zip(scenario.solution_files, episodes, strict=True):
+            bad = [e for e in episode.events if e.status != "ok"]
+            if episode.error or episode.outcome is None or bad:
+                broken = True
+                why = episode.error or (f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}"
+                                        if bad else f"it stopped with {episode.stop_reason!r}")
+                out.append(f"seed {seed} {name}: does not play ({why})")
+        if broken:
+            continue
+        solutions = tuple(e.final_state for e in episodes)
+        for name, episode in zip(scenario.solution_files, episodes, strict=True):
+            result = grade(scenario, episode, solutions)
+            if not result["passed"]:
+                failed = [c["name"] + ": " + c["detail"] for c in result["checks"] if not c["passed"]]
+                out.append(f"seed {seed} {name}: fails " + "; ".join(failed))
+    return out
 
 
 def check_scenario(scenario: Scenario, seeds: Sequence[int], guard: TimeGuard | None = None,

@@ -38,7 +38,7 @@ GRADING_KEYS = ("expected_final_state", "required_steps", "forbidden_changes", "
 _COMMS_KEYS = ("recipients", "must_say", "claims", "figures")
 _MUST_SAY_KEYS = ("tool", "args", "field")
 _STEP_KEYS = ("id", "tool", "args", "after")
-_PATTERN_KEYS = ("name", "path", "where", "except")
+_PATTERN_KEYS = ("name", "path", "where", "after_where", "except")
 _GRADER_KEYS = ("grader", "args")
 _HOOK_KEYS = ("pre_grade", "post_run")
 _BOUND_KEYS = ("min", "max")
@@ -108,9 +108,10 @@ def _patterns(path: Path, patterns: Any) -> list[Any]:
         _closed(path, where, p, _PATTERN_KEYS)
         if not isinstance(p.get("path"), str):
             raise _err(path, f"{where} needs a 'path' glob, or use a name: {', '.join(NAMED)}.")
-        for field, values in p.get("where", {}).items():
-            if not isinstance(values, list):
-                raise _err(path, f"{where}.where.{field} must be a list of values but got {values!r}.")
+        for key in ("where", "after_where"):
+            for field, values in p.get(key, {}).items():
+                if not isinstance(values, list):
+                    raise _err(path, f"{where}.{key}.{field} must be a list of values but got {values!r}.")
     return patterns
 
 

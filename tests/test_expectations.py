@@ -422,7 +422,20 @@ class TestForbiddenAndWeights:
         """A forbidden_changes entry with an unknown key is refused, listing the allowed keys."""
         edit(scenario_dir, set_key("forbidden_changes", ["currency", {"path": "fees/*/status", "bogus": 1}]))
         fails(scenario_dir, r"unknown key\(s\) \['bogus'\] in forbidden_changes\[1\]; allowed: name, path, where, "
-                            r"except")
+                            r"after_where, except")
+
+    def test_forbidden_entry_filter_must_list_values(self, scenario_dir: Path) -> None:
+        """where and after_where map a field to a list of values: a bare value is refused, naming the key."""
+        for key in ("where", "after_where"):
+            edit(scenario_dir, set_key("forbidden_changes", [{"path": "plans/*/instalments/*/paid_amount",
+                                                              key: {"status": "paid"}}]))
+            fails(scenario_dir, rf"forbidden_changes\[0\]\.{key}\.status: expected a list but got 'paid'")
+
+    def test_named_marked_paid_loads(self, scenario_dir: Path) -> None:
+        """marked_paid is a named pattern, and an after_where filter is part of the pattern grammar."""
+        edit(scenario_dir, set_key("forbidden_changes", ["paid_instalments", "marked_paid", {
+            "path": "plans/*/instalments/*/paid_amount", "after_where": {"status": ["paid"]}}]))
+        load_scenario(scenario_dir)
 
     def test_forbidden_entry_without_path(self, scenario_dir: Path) -> None:
         """A forbidden_changes object without a path glob is refused, naming the named patterns."""
