@@ -145,6 +145,8 @@ def main() -> None:
         chosen: list[str] = []
         for f in families:
             chosen += [x["id"] for x in lines if x["family"] == f.name][:per]
+        taken = set(chosen)  # families smaller than the slice leave room: topped up in index order
+        chosen += [x["id"] for x in lines if x["id"] not in taken][:max(0, ns.check - len(chosen))]
         chosen = chosen[:ns.check]
         parts = [ns.out / f"check-{k}" for k in range(ns.workers)]
         for k, part in enumerate(parts):

@@ -42,7 +42,7 @@ def add(n: int, premium: str, anchor: int, paid: int, verified: bool = True, ter
     """A USD customer with one policy and a monthly plan of 12 whose first ``paid`` instalments are paid."""
     key = f"f{n:02d}"
     cid, pid, plid = f"cus_{key}", f"pol_{key}", f"pln_{key}"
-    name = f"{FIRST[n % len(FIRST)]} {LAST[n % len(LAST)]}"
+    name = f"{FIRST[n % len(FIRST)]} {LAST[(n + n // len(FIRST)) % len(LAST)]}"  # distinct for n < 432
     tables["customers"][cid] = Customer(cid, name, f"{name.lower().replace(' ', '.')}@example.net", verified,
                                         "America/New_York", "")
     start = date.fromisoformat(term_start)
@@ -96,6 +96,18 @@ plan_id = add(n, "1080.00", 10, 3, deferrals=1)
 for premium, paid in (("2400.00", 12), ("3000.00", 10)):
     n += 1
     add(n, premium, 1, paid)
+
+# Plain plans, a few months paid (capacity for the families that need no special fact: pricing, splits,
+# quotes, premium, frequency and currency requests), numbered from 41.
+PLAIN = 41
+for k in range(160):
+    n = PLAIN + k
+    add(n, ["960.00", "1080.00", "1200.00", "1320.00", "1440.00", "1800.00"][k % 6], [1, 5, 10, 15, 20, 25, 28][k % 7],
+        3 + k % 2)
+# More plans paid far ahead (cancellation refund above the threshold), numbered from 201.
+for k in range(40):
+    n = 201 + k
+    add(n, ["2400.00", "2640.00", "3000.00", "3600.00"][k % 4], 1, 10 + k % 3)
 
 base = Base.build({t: dict(r) for t, r in tables.items()})  # type: ignore[arg-type]
 out = dump_snapshot(State.of(base), small.clock, small.policy)

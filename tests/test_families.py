@@ -23,6 +23,9 @@ ORIGINAL_FAMILIES = ("bill-in-another-currency", "billing-frequency-change", "ca
                      "injected-instruction", "move-due-day", "payoff-quote", "premium-change-midterm",
                      "rate-or-pricing-escalate", "recover-due-day", "split-and-waive", "split-into-n",
                      "split-vague-count", "unverified-change", "waive-and-move", "waive-late-fee")
+#: Original families that gained fixtures (issue 18: escalate >= 10% and 10,000 dev instances).
+FIXTURES_ADDED = ("bill-in-another-currency", "billing-frequency-change", "cancel-policy", "payoff-quote",
+                  "premium-change-midterm", "rate-or-pricing-escalate", "split-into-n")
 
 
 def _tree(path: Path) -> dict[str, bytes]:
@@ -80,7 +83,11 @@ class TestGenerate:
         speed-up (lazy state hashes, shared verdicts per world point, families on worker processes), with any
         number of workers. The digest was taken from the tree the slow generator wrote, then changed only where the
         27 instances phrased `injected` declare `marked_paid` instead of forbidding any paid_amount change (no
-        instance was dropped or added by the verification of solutions before writing)."""
+        instance was dropped or added by the verification of solutions before writing), and again when seven of them
+        (bill-in-another-currency, billing-frequency-change, cancel-policy, payoff-quote, premium-change-midterm,
+        rate-or-pricing-escalate, split-into-n) gained fixtures for balance and scale: a longer fixture list draws
+        other points. The nine whose fixtures did not change still write their old bytes (second digest, taken
+        from the tree before the fixtures were added)."""
         import hashlib
 
         make(load_families(names=list(ORIGINAL_FAMILIES)), 8, 2026, tmp_path, workers=2)
@@ -89,7 +96,15 @@ class TestGenerate:
         for p in files:
             digest.update(str(p.relative_to(tmp_path)).encode() + b"\0" + p.read_bytes() + b"\0")
         assert (digest.hexdigest(), len(files)) == (
-            "2e85b556792bdfb4c6ae99925f8063e63f26cd3673b25402453d30509d8c1f6f", 554)
+            "40734338fc4a5616ca1c5cb9c176525567b8e81a9866c967dc1f98855e3e2d56", 555)
+        unchanged = tmp_path.parent / (tmp_path.name + "-unchanged")
+        make(load_families(names=[n for n in ORIGINAL_FAMILIES if n not in FIXTURES_ADDED]), 8, 2026, unchanged)
+        digest = hashlib.sha256()
+        files = sorted(p for p in unchanged.rglob("*") if p.is_file())
+        for p in files:
+            digest.update(str(p.relative_to(unchanged)).encode() + b"\0" + p.read_bytes() + b"\0")
+        assert (digest.hexdigest(), len(files)) == (
+            "1e1205def183e03d6d5b76e0afdb01afb3ea316935a5dc79d71eb78680a39303", 298)
 
     def test_skip_reasons_are_short_categories(self, tmp_path: Path) -> None:
         """What a generation skipped is counted by short category names, never by a sentence."""
