@@ -615,12 +615,6 @@ def _header(path: Path) -> dict[str, Any]:
     return header
 
 
-def write_event_file(path: Path, scenario: Scenario, episode: Episode, trial: int = 0,
-                     harness_error: str | None = None) -> None:
-    """Write one episode's event log with its header and footer (atomically: a kill never leaves half a file)."""
-    write_atomic(path, event_file_content(scenario, episode, trial, harness_error))
-
-
 def event_file_content(scenario: Scenario, episode: Episode, trial: int = 0, harness_error: str | None = None) -> bytes:
     """One episode's event log with its header and footer, as bytes."""
     header = {"scenario": scenario.id, "seed": episode.seed, "trial": trial, "agent": episode.agent,

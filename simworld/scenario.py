@@ -27,7 +27,7 @@ import orjson
 from simworld.errors import ScenarioError, SimworldError
 from simworld.expectations import GRADING_KEYS, Expectations, build_expectations
 from simworld.perturb import PARAM_KINDS, PERTURB_KEYS, Draws, Perturbed, RandomDraws, WorldDraws, perturb, world_id
-from simworld.schemacheck import first_error, load_schema
+from simworld.schemacheck import first_error, load_schema, read_json_file
 from simworld.snapshot import Snapshot, SnapshotLoader
 from simworld.splits import HOLDOUT_BASE
 from simworld.templates import check_template, render, resolve_args
@@ -245,12 +245,7 @@ def _schema_problem(task_path: Path) -> str | None:
 def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str | None) -> Scenario:
     loader = loader or SnapshotLoader()
     task_path = directory / "task.json"
-    try:
-        data = orjson.loads(task_path.read_bytes())
-    except OSError:
-        raise ScenarioError(f"{task_path}: not found; a scenario directory needs a task.json.") from None
-    except orjson.JSONDecodeError as exc:
-        raise ScenarioError(f"{task_path}: not valid JSON ({exc}).") from None
+    data = read_json_file(task_path, ScenarioError, "a scenario directory needs a task.json")
     if not isinstance(data, dict):
         raise _fail(task_path, "expected a JSON object at the top level.")
     _closed(task_path, "task.json", data, TASK_KEYS)

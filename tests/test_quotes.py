@@ -462,6 +462,17 @@ def _new_premium(draw: st.DrawFn, w: SimpleNamespace, effective: date) -> int:
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+def _follow_premium_change(world: World, args: dict[str, str]) -> bool:
+    """Quote a premium change and, when the quote is ok, record it and write its schedule exactly."""
+    quote = world.call("quote_premium_change", args)
+    if quote.status != "ok":
+        return False
+    ok(world, "record_premium_change", args)
+    ok(world, "set_schedule", {"plan_id": "pln_t", "instalments": quote.result["instalments"],
+                               "credit": quote.result["credit"]})
+    return True
+
+
 class TestQuotesFollowedExactly:
     @PROPERTY
     @given(w=worlds(), count=st.integers(1, 12), remainder=st.sampled_from(["first", "last"]))
@@ -523,12 +534,8 @@ class TestQuotesFollowedExactly:
             args = {"policy_id": "pol_t", "new_annual_premium": format_minor(_new_premium(data.draw, w, effective),
                                                                              w.currency),
                     "effective_date": effective.isoformat()}
-            quote = world.call("quote_premium_change", args)
-            if quote.status != "ok":
+            if not _follow_premium_change(world, args):
                 break
-            ok(world, "record_premium_change", args)
-            ok(world, "set_schedule", {"plan_id": "pln_t", "instalments": quote.result["instalments"],
-                                       "credit": quote.result["credit"]})
         when = data.draw(st.dates(w.start, w.end))
         q = ok(world, "quote_cancellation", {"policy_id": "pol_t", "cancel_date": when.isoformat()}).result
         assert minor(q["earned"], w.currency) + minor(q["unearned"], w.currency) == minor(q["premium"], w.currency)
@@ -618,12 +625,8 @@ class TestTheRulesComputedTwice:
             new = _new_premium(data.draw, w, effective)
             args = {"policy_id": "pol_t", "new_annual_premium": format_minor(new, w.currency),
                     "effective_date": effective.isoformat()}
-            quote = world.call("quote_premium_change", args)
-            if quote.status != "ok":
+            if not _follow_premium_change(world, args):
                 break
-            ok(world, "record_premium_change", args)
-            ok(world, "set_schedule", {"plan_id": "pln_t", "instalments": quote.result["instalments"],
-                                       "credit": quote.result["credit"]})
             history.append((effective, new))
         plan = world.state.get("plans", "pln_t")
         paid_in = sum(i.paid_amount.minor for i in plan.instalments)  # no payment here left anything unapplied

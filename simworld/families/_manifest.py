@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 
 from simworld.errors import FamilyError
 from simworld.families._intents import INTENTS, Intent
-from simworld.schemacheck import first_error, load_schema
+from simworld.schemacheck import first_error, load_schema, read_json_file
 from simworld.snapshot import Snapshot, SnapshotLoader
 
 __all__ = ["STYLES", "Family", "families_root", "load_families", "load_family"]
@@ -65,12 +64,7 @@ def load_family(directory: Path, loader: SnapshotLoader | None = None) -> Family
         FamilyError: naming the file and key of the first problem.
     """
     path = directory / "family.json"
-    try:
-        data = orjson.loads(path.read_bytes())
-    except OSError:
-        raise FamilyError(f"{path}: not found; a family directory needs a family.json.") from None
-    except orjson.JSONDecodeError as exc:
-        raise FamilyError(f"{path}: not valid JSON ({exc}).") from None
+    data = read_json_file(path, FamilyError, "a family directory needs a family.json")
     problem = first_error(data, load_schema("family.schema.json"), root="family.json")
     if problem:
         raise FamilyError(f"{path}: {problem}; the format is simworld/schemas/family.schema.json "
