@@ -27,7 +27,6 @@ _TYPES = {"object": "an object", "array": "a list", "string": "a string", "integ
           "number": "a number", "boolean": "true or false", "null": "null"}
 
 
-@functools.lru_cache(maxsize=8)
 def read_json_file(path: Any, error: type[Exception], what: str) -> Any:
     """The JSON in ``path`` (a task.json, a family.json), or ``error`` naming the file: missing, or not JSON."""
     import orjson
@@ -40,6 +39,7 @@ def read_json_file(path: Any, error: type[Exception], what: str) -> Any:
         raise error(f"{path}: not valid JSON ({exc}).") from None
 
 
+@functools.lru_cache(maxsize=8)
 def load_schema(name: str) -> dict[str, Any]:
     """A schema shipped in ``simworld/schemas`` (e.g. ``task.schema.json``), parsed once."""
     text = resources.files("simworld").joinpath("schemas", name).read_text(encoding="utf-8")
