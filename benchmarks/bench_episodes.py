@@ -19,12 +19,13 @@ import time
 
 import attrs
 
-from simworld.agents import build_agent_factory
-from simworld.episode import Environment
-from simworld.runner import play, run_suite
-from simworld.scenario import load_suite
-from simworld.snapshot import Snapshot
-from simworld.state import Base
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.environment import Environment
+from simworld._episode.play import play
+from simworld._running.runner import run_suite
+from simworld._scenario.scenario import load_suite
+from simworld._world.snapshot import Snapshot
+from simworld._world.state import Base
 
 
 def grown(snapshot: Snapshot, factor: int) -> Snapshot:

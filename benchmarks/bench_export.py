@@ -21,11 +21,11 @@ from pathlib import Path
 
 import orjson
 
-from simworld.agents import build_agent_factory
-from simworld.export import FORMATS, export_run
-from simworld.runner import run_suite
-from simworld.scenario import load_suite
-from simworld.state import canonical_bytes
+from simworld._agents.kinds import build_agent_factory
+from simworld._edges.export import FORMATS, export_run
+from simworld._running.runner import run_suite
+from simworld._scenario.scenario import load_suite
+from simworld._world.state import canonical_bytes
 
 
 def build(root: Path, n: int) -> None:

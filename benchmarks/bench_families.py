@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simworld._families import generate, load_families  # noqa: E402
 from simworld.errors import FamilyError  # noqa: E402
-from simworld.families import generate, load_families  # noqa: E402
 
 
 def _space(family: object) -> int:

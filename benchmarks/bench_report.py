@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from simworld.agents import build_agent_factory
-from simworld.report import load_run, summarize
-from simworld.report_html import write_html
-from simworld.runner import run_suite
-from simworld.scenario import load_suite
+from simworld._agents.kinds import build_agent_factory
+from simworld._edges.report import load_run, summarize
+from simworld._edges.report_html import write_html
+from simworld._running.runner import run_suite
+from simworld._scenario.scenario import load_suite
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]

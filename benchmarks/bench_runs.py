@@ -121,10 +121,10 @@ def hangs(root: Path, timeout: float) -> None:
 _ONE_EPISODE = textwrap.dedent('''
     import sys, time
     from pathlib import Path
-    from simworld.agents import build_agent_factory
-    from simworld.episode import Environment
-    from simworld.runner import play
-    from simworld.scenario import load_suite
+    from simworld._agents.kinds import build_agent_factory
+    from simworld._episode.episode import Environment
+    from simworld._running.runner import play
+    from simworld._scenario.scenario import load_suite
     (scenario,) = load_suite(Path(sys.argv[1]))
     factory = build_agent_factory(sys.argv[2])
     began = time.perf_counter()

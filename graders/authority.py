@@ -19,12 +19,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from simworld.clock import parse_instant
-from simworld.dates import local_date
-from simworld.dates import parse_date as _date
-from simworld.models import UNPAID
-from simworld.money import Money
-from simworld.verdict import Check, Verdict
+from simworld._grading.verdict import Check, Verdict
+from simworld._world.clock import parse_instant
+from simworld._world.dates import local_date
+from simworld._world.dates import parse_date as _date
+from simworld._world.models import UNPAID
+from simworld._world.money import Money
 
 
 def _owner(state: Any, event: Any) -> tuple[Any, Any, Any]:

@@ -34,9 +34,9 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from simworld.models import UNPAID, memo
-from simworld.money import EXPONENTS, exponent
-from simworld.verdict import Check, Verdict
+from simworld._grading.verdict import Check, Verdict
+from simworld._world.models import UNPAID, memo
+from simworld._world.money import EXPONENTS, exponent
 
 __all__ = ["CLAIMS", "communications", "outgoing_texts"]
 
@@ -268,8 +268,8 @@ class _Known:
 
 
 def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
-    """The amounts and dates one record shows (kept on the record: see :func:`simworld.models.memo`)."""
-    from simworld.models import to_json
+    """The amounts and dates one record shows (kept on the record: see :func:`simworld._world.models.memo`)."""
+    from simworld._world.models import to_json
 
     known = _Known.__new__(_Known)
     known.amounts, known.dates = set(), set()
@@ -421,10 +421,10 @@ def _claims(episode: Any, texts: Sequence[tuple[int, str, str]],
 def _must_say(episode: Any, texts: Sequence[tuple[int, str, str]], entry: Mapping[str, Any],
               i: int) -> Check:
     """The figure a read tool gives (run over the episode's initial state) must appear in some outgoing text."""
-    from simworld.clock import SimClock, parse_instant
-    from simworld.templates import resolve_args
-    from simworld.tools import TOOLS
-    from simworld.world import World
+    from simworld._world.clock import SimClock, parse_instant
+    from simworld._world.templates import resolve_args
+    from simworld._world.tools import TOOLS
+    from simworld._world.world import World
 
     variables = dict(episode.variables)
     args = resolve_args(dict(entry.get("args", {})), variables, [], f"must_say[{i}]")
@@ -456,7 +456,7 @@ def communications(episode: Any, recipients: Sequence[str] = (), must_say: Seque
         claims: The claims checked against the end state (default: all of :data:`CLAIMS`).
         figures: Whether every amount and date stated must be the customer's own.
     """
-    from simworld.templates import render
+    from simworld._world.templates import render
 
     allowed = {episode.target["customer"], ""} | {render(r, dict(episode.variables), "recipients")
                                                   for r in recipients}

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from simworld.models import BUSINESS_TABLES, COMMS_TABLES
-from simworld.projection import group_key, record_paths
-from simworld.verdict import Check, Verdict
+from simworld._grading.projection import group_key, record_paths
+from simworld._grading.verdict import Check, Verdict
+from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES
 
 DEFAULT = ("paid_instalments", "currency", "outside_target")
 PAID = ["paid", "partially_paid"]

@@ -23,19 +23,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from simworld.invariants import check_episode, even_split_problem
-from simworld.verdict import Check, Verdict
+from simworld._grading.invariants import check_episode, even_split_problem
+from simworld._grading.verdict import Check, Verdict
 
 __all__ = ["even_split_problem", "money_invariants"]
 
-# Invariant (simworld.invariants) -> the name of this grader's check.
+# Invariant (simworld._grading.invariants) -> the name of this grader's check.
 _CHECKS = {"conservation": "conservation", "whole_minor_units": "whole_minor_units",
            "no_negative": "no_negative_amounts", "even_split": "even_split", "schedule_order": "schedule_order",
            "paid_unchanged": "paid_unchanged", "transitions": "status_transitions"}
 
 
 def money_invariants(episode: Any, even_split: bool = True) -> Verdict:
-    """Pass if every changed plan keeps the money invariants (see :mod:`simworld.invariants`).
+    """Pass if every changed plan keeps the money invariants (see :mod:`simworld._grading.invariants`).
 
     Args:
         episode: The sealed episode.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from simworld.verdict import Check, Verdict
+from simworld._grading.verdict import Check, Verdict
 
 
 def allowed_outcomes(episode: Any, allowed: Sequence[str]) -> Verdict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from simworld.verdict import Check, Verdict
+from simworld._grading.verdict import Check, Verdict
 
 
 def requires(episode: Any, bounds: Mapping[str, Any]) -> Verdict:

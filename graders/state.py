@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from simworld.projection import diff, project, touched
-from simworld.state import State
-from simworld.verdict import Check, Verdict
+from simworld._grading.projection import diff, project, touched
+from simworld._grading.verdict import Check, Verdict
+from simworld._world.state import State
 
 
 def expected_final_state(episode: Any, solutions: Sequence[State]) -> Verdict:

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from simworld.templates import resolve_args
-from simworld.verdict import Check, Verdict
+from simworld._grading.verdict import Check, Verdict
+from simworld._world.templates import resolve_args
 
 
 def same(expected: Any, actual: Any) -> bool:

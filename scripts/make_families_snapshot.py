@@ -21,11 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simworld.dates import roll, schedule_dates  # noqa: E402
-from simworld.models import Customer, Fee, Instalment, Payment, Plan, Policy  # noqa: E402
-from simworld.money import Money, allocate  # noqa: E402
-from simworld.snapshot import SnapshotLoader, dump_snapshot  # noqa: E402
-from simworld.state import Base, State  # noqa: E402
+from simworld._world.dates import roll, schedule_dates  # noqa: E402
+from simworld._world.models import Customer, Fee, Instalment, Payment, Plan, Policy  # noqa: E402
+from simworld._world.money import Money, allocate  # noqa: E402
+from simworld._world.snapshot import SnapshotLoader, dump_snapshot  # noqa: E402
+from simworld._world.state import Base, State  # noqa: E402
 
 small = SnapshotLoader().load(ROOT / "snapshots" / "small.json")
 tables: dict[str, dict[str, object]] = {t: dict(r) for t, r in small.base.tables.items()}

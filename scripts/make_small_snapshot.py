@@ -18,13 +18,13 @@ sys.path.insert(0, str(ROOT))
 
 import attrs  # noqa: E402
 
-from simworld.clock import parse_instant  # noqa: E402
-from simworld.dates import roll, schedule_dates  # noqa: E402
-from simworld.models import Customer, Fee, Instalment, Payment, Plan, Policy  # noqa: E402
-from simworld.money import Money, allocate  # noqa: E402
-from simworld.policy import DEFAULT_POLICY, PolicyStore  # noqa: E402
-from simworld.snapshot import dump_snapshot  # noqa: E402
-from simworld.state import Base, State  # noqa: E402
+from simworld._world.clock import parse_instant  # noqa: E402
+from simworld._world.dates import roll, schedule_dates  # noqa: E402
+from simworld._world.models import Customer, Fee, Instalment, Payment, Plan, Policy  # noqa: E402
+from simworld._world.money import Money, allocate  # noqa: E402
+from simworld._world.policy import DEFAULT_POLICY, PolicyStore  # noqa: E402
+from simworld._world.snapshot import dump_snapshot  # noqa: E402
+from simworld._world.state import Base, State  # noqa: E402
 
 customers: list[Customer] = []
 policies: list[Policy] = []

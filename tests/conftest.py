@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from simworld.clock import SimClock
-from simworld.snapshot import Snapshot, SnapshotLoader
-from simworld.tools import TOOLS
-from simworld.world import World
+from simworld._world.clock import SimClock
+from simworld._world.snapshot import Snapshot, SnapshotLoader
+from simworld._world.tools import TOOLS
+from simworld._world.world import World
 
 SMALL_SNAPSHOT = Path(__file__).parent.parent / "snapshots" / "small.json"
 

@@ -22,12 +22,12 @@ from typing import Any
 import attrs
 import orjson
 
-from simworld.episode import Episode
-from simworld.events import Event
-from simworld.models import Credit, Customer, Fee, Instalment, Payment, Plan, Policy, PremiumChange
-from simworld.money import Money
-from simworld.policy import PolicyStore
-from simworld.state import Base, State
+from simworld._episode.episode import Episode
+from simworld._world.events import Event
+from simworld._world.models import Credit, Customer, Fee, Instalment, Payment, Plan, Policy, PremiumChange
+from simworld._world.money import Money
+from simworld._world.policy import PolicyStore
+from simworld._world.state import Base, State
 
 SNAPSHOT = Path(__file__).resolve().parent.parent / "snapshots" / "small.json"
 AT = "2026-04-20T14:00:00Z"

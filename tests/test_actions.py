@@ -15,7 +15,12 @@ import orjson
 import pytest
 
 from simworld import make
-from simworld.actions import (
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.environment import Environment
+from simworld._episode.play import play
+from simworld._running.runner import run_one
+from simworld._scenario.scenario import load_suite
+from simworld._world.actions import (
     MAX_DEPTH,
     MAX_INT_DIGITS,
     MAX_NODES,
@@ -26,12 +31,8 @@ from simworld.actions import (
     check_action,
     plain_action,
 )
-from simworld.agents import build_agent_factory
-from simworld.clock import TimeGuard
-from simworld.episode import Environment
-from simworld.runner import play, run_one
-from simworld.scenario import load_suite
-from simworld.state import canonical_bytes
+from simworld._world.clock import TimeGuard
+from simworld._world.state import canonical_bytes
 
 SID = "waive-small-fee"  # at seed 0: customer "Jon Park" (cus_010), plan pln_010
 FIND = {"tool": "find_customer", "args": {"query": "Jon Park"}}

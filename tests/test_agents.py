@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from simworld.agents import build_agent_factory
-from simworld.episode import Environment
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.environment import Environment
+from simworld._episode.play import play
+from simworld._scenario.scenario import load_suite
 from simworld.errors import AgentSpecError
-from simworld.runner import play
-from simworld.scenario import load_suite
 
 SID = "split-balance-three-ways"
 

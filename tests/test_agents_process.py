@@ -12,7 +12,7 @@ import orjson
 import pytest
 from helpers import copy_suite, simworld
 
-from simworld.runner import pass_hat_k
+from simworld._running.rundir import pass_hat_k
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "agent.py"

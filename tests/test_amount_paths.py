@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 from test_llm import Stub
 
-from simworld.agents import build_agent_factory
-from simworld.episode import Environment
-from simworld.events import Event
-from simworld.llm import OpenAIAgent
-from simworld.mcp_server import EpisodeSession
-from simworld.runner import play, run_one
-from simworld.scenario import load_suite
+from simworld._agents.kinds import build_agent_factory
+from simworld._agents.llm import OpenAIAgent
+from simworld._edges.serve import EpisodeSession
+from simworld._episode.environment import Environment
+from simworld._episode.play import play
+from simworld._running.runner import run_one
+from simworld._scenario.scenario import load_suite
+from simworld._world.events import Event
 
 SID = "premium-increase-midterm"
 (SCENARIO,) = load_suite(None, [SID])

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from helpers import copy_suite, edit_task, simworld
 
-from simworld.agents import build_agent_factory
-from simworld.check import check_scenario, mutants, parse_seeds
-from simworld.episode import Environment
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.environment import Environment
+from simworld._episode.play import play
+from simworld._running.check import check_scenario, mutants, parse_seeds
+from simworld._scenario.scenario import load_scenario, load_suite
 from simworld.errors import ScenarioError
-from simworld.runner import play
-from simworld.scenario import load_scenario, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = load_suite()
@@ -49,7 +49,7 @@ class TestMutants:
 
     def test_communications_operators_on_a_hand_off(self) -> None:
         """A scenario that files a communication under a customer gets retarget mutants too, and check kills them."""
-        from simworld.check import check_scenario
+        from simworld._running.check import check_scenario
 
         (sc,) = [s for s in SUITE if s.id == "waive-large-fee-escalate"]
         reference = play(Environment(sc, 1), build_agent_factory("reference"))

@@ -153,7 +153,7 @@ COMMANDS = ("run", "merge", "list", "replay", "show", "generate", "probe", "expo
 class TestConventions:
     def test_version(self) -> None:
         """`simworld --version` prints the installed version and exits 0."""
-        from simworld.runner import simworld_version
+        from simworld._running.runner import simworld_version
 
         done = simworld("--version")
         assert done.returncode == 0 and done.stdout == f"simworld {simworld_version()}\n"
@@ -205,7 +205,7 @@ class TestConventions:
 
     def test_agent_help_lists_every_kind(self) -> None:
         """run's and probe's --agent help name every agent kind, every drift among them."""
-        from simworld.drift import DRIFTS
+        from simworld._agents.drift import DRIFTS
 
         for command in ("run", "probe"):
             flat = " ".join(simworld(command, "--help").stdout.split())

@@ -24,8 +24,8 @@ from graders.comms import (
     communications,
     outgoing_texts,
 )
-from simworld.models import Decline, Escalation, InfoRequest, Message
-from simworld.money import Money
+from simworld._world.models import Decline, Escalation, InfoRequest, Message
+from simworld._world.money import Money
 
 T = datetime(2026, 4, 20, 14, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from simworld.dates import (
+from simworld._world.dates import (
     add_months,
     days_in_month,
     due_date,

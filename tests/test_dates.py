@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simworld.dates import (
+from simworld._world.dates import (
     add_months,
     days_in_month,
     due_date,

@@ -65,9 +65,9 @@ class TestRunIsReproducible:
 class TestInProcess:
     def test_same_episode_twice_in_one_process(self) -> None:
         """Two runs in one process give the same state and events hashes, so no state leaks between runs."""
-        from simworld.agents import build_agent_factory
-        from simworld.runner import run_suite
-        from simworld.scenario import load_suite
+        from simworld._agents.kinds import build_agent_factory
+        from simworld._running.runner import run_suite
+        from simworld._scenario.scenario import load_suite
 
         scenarios = load_suite()
         factory = build_agent_factory("reference")

@@ -8,11 +8,14 @@ from typing import Any
 import pytest
 
 from simworld import make
-from simworld.agents import NoopAgent, StepsAgent
-from simworld.clock import TimeGuard, wall_monotonic
-from simworld.episode import COUNTERS, Environment, Observation
-from simworld.runner import play
-from simworld.scenario import load_suite
+from simworld._agents.kinds import NoopAgent
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Observation
+from simworld._episode.play import play
+from simworld._episode.steps import StepsAgent
+from simworld._scenario.scenario import load_suite
+from simworld._world.clock import TimeGuard, wall_monotonic
+from simworld._world.vocab import COUNTERS
 
 SID = "split-balance-three-ways"
 
@@ -183,7 +186,7 @@ class TestSimulatedTimeForForeignCode:
 def test_scenarios_load_inside_a_time_guard() -> None:
     """make() and load_suite() work inside a running TimeGuard (freezegun swaps date classes while it runs)."""
     import simworld
-    from simworld.clock import TimeGuard
+    from simworld._world.clock import TimeGuard
 
     with TimeGuard():
         env = simworld.make("waive-small-fee", seed=2)

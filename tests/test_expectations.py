@@ -20,11 +20,12 @@ from typing import Any
 import orjson
 import pytest
 
-from simworld.agents import steps_factory
-from simworld.episode import Environment
+from simworld._episode.environment import Environment
+from simworld._episode.judge import grade, solution_end_states
+from simworld._episode.play import play
+from simworld._episode.steps import steps_factory
+from simworld._scenario.scenario import load_scenario
 from simworld.errors import ScenarioError
-from simworld.runner import grade, play, solution_end_states
-from simworld.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 SID = "split-balance-three-ways"

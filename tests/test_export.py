@@ -14,10 +14,10 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from simworld.agents import build_agent_factory
-from simworld.export import FORMATS, export_run
-from simworld.runner import run_suite
-from simworld.scenario import bundled_root, load_suite
+from simworld._agents.kinds import build_agent_factory
+from simworld._edges.export import FORMATS, export_run
+from simworld._running.runner import run_suite
+from simworld._scenario.scenario import bundled_root, load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = {"native": "native.schema.json", "openai": "openai-finetune-chat.schema.json",
@@ -144,7 +144,7 @@ class TestSelection:
 
     def test_bad_min_score(self, run_dir: Path) -> None:
         """A min-score outside [0, 1] is refused with a message naming it."""
-        from simworld.export import ExportError
+        from simworld._edges.export import ExportError
 
         with pytest.raises(ExportError, match="--min-score"):
             export_run(run_dir, "native", io.BytesIO(), min_score=7)

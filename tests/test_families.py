@@ -10,12 +10,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from simworld.check import check_scenario
+from simworld._families import generate as make
+from simworld._families import in_holdout, load_families
+from simworld._running.check import check_scenario
+from simworld._scenario.scenario import load_suite
+from simworld._world.vocab import CATEGORIES
 from simworld.errors import FamilyError
-from simworld.families import generate as make
-from simworld.families import in_holdout, load_families
-from simworld.scenario import load_suite
-from simworld.vocab import CATEGORIES
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The families of the first release: their bytes at a fixed seed are pinned (TestGenerate).
@@ -128,7 +128,7 @@ class TestGenerate:
         injected-note rule of the first release (any change of an instalment's paid_amount forbidden), a split that
         drops unpaid instalments fails its own check: such an instance is a disagreement naming it, never written,
         and generation draws on to COUNT good ones."""
-        from simworld.families import _generate
+        from simworld._families import _generate
 
         old = (*_generate.INJECTED_FORBIDDEN,
                {"name": "nothing_marked_paid", "path": "plans/*/instalments/*/paid_amount"})
@@ -207,12 +207,13 @@ class TestGroundTruth:
         which a split that drops unpaid instalments trips."""
         import attrs
 
-        from simworld.agents import steps_factory
-        from simworld.check import solution_failures
-        from simworld.episode import Environment
-        from simworld.families._generate import draw, write_instance
-        from simworld.runner import grade, play
-        from simworld.scenario import Step, load_scenario
+        from simworld._episode.environment import Environment
+        from simworld._episode.judge import grade
+        from simworld._episode.play import play
+        from simworld._episode.steps import steps_factory
+        from simworld._families._generate import draw, write_instance
+        from simworld._running.check import solution_failures
+        from simworld._scenario.scenario import Step, load_scenario
 
         failures: list[str] = []
         obeyed = 0

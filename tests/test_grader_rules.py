@@ -34,8 +34,8 @@ from graders.outcome import allowed_outcomes
 from graders.requires import requires
 from graders.state import expected_final_state
 from graders.steps import match_steps, matches, required_steps, same, topological
-from simworld.models import Decline, Escalation, Message
-from simworld.money import Money
+from simworld._world.models import Decline, Escalation, Message
+from simworld._world.money import Money
 
 # --------------------------------------------------------------------------------------------- outcome
 
@@ -276,7 +276,7 @@ class TestStateRules:
         near = resplit(s, ["100.00"] * 7 + ["101.00", "99.00"])
         v = expected_final_state(episode(s, [(event(0, "set_schedule"), near)]), [sol])
         assert [d["path"] for d in v.data["state_diff"]] == ["plans/pln_1/instalments/11/amount"]
-        from simworld.projection import project, touched
+        from simworld._grading.projection import project, touched
         size = len(project(sol, touched([s, near, sol])))
         assert v.partial == 1 - 1 / size
         assert v.checks[0].detail == ("1 field(s) differ from the closest valid end state (solution 0): "

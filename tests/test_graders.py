@@ -27,15 +27,17 @@ from graders.outcome import allowed_outcomes
 from graders.requires import requires
 from graders.state import expected_final_state
 from graders.steps import required_steps, same
-from simworld.agents import steps_factory
-from simworld.dates import parse_date
-from simworld.episode import Environment, Episode
-from simworld.grading import GraderSpec, grade_episode, resolve_grader
-from simworld.models import Fee
-from simworld.money import Money
-from simworld.runner import grade, play, solution_end_states
-from simworld.scenario import Scenario, load_suite
-from simworld.verdict import Check, Verdict
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Episode
+from simworld._episode.judge import grade, solution_end_states
+from simworld._episode.play import play
+from simworld._episode.steps import steps_factory
+from simworld._grading.contract import GraderSpec, grade_episode, resolve_grader
+from simworld._grading.verdict import Check, Verdict
+from simworld._scenario.scenario import Scenario, load_suite
+from simworld._world.dates import parse_date
+from simworld._world.models import Fee
+from simworld._world.money import Money
 
 SPLIT = "split-balance-three-ways"
 PREMIUM = "premium-increase-midterm"

@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from simworld.check import check_scenario
+from simworld._edges.show import render_scenario
+from simworld._running.check import check_scenario
+from simworld._scenario.scenario import load_suite
+from simworld._world.splits import HOLDOUT_BASE, check_seed, effective_seed
 from simworld.errors import ScenarioError
-from simworld.scenario import load_suite
-from simworld.show import render_scenario
-from simworld.splits import HOLDOUT_BASE, check_seed, effective_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = "waive-small-fee"

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from helpers import ROOT, copy_suite, simworld
 
+from simworld._scenario.scenario import load_scenario
+from simworld._scenario.schemacheck import first_error, load_schema
 from simworld.errors import ScenarioError
-from simworld.scenario import load_scenario
-from simworld.schemacheck import first_error, load_schema
 
 SID = "waive-small-fee"
 BASE = orjson.loads((ROOT / "scenarios" / SID / "task.json").read_bytes())
@@ -126,8 +126,8 @@ class TestCorpus:
 
     def test_schema_keys_are_the_loader_keys(self) -> None:
         """The schema lists exactly the keys the loader accepts (one format, one description)."""
-        from simworld.grading import PARTS
-        from simworld.scenario import TASK_KEYS
+        from simworld._grading.contract import PARTS
+        from simworld._scenario.scenario import TASK_KEYS
 
         assert set(SCHEMA["properties"]) == set(TASK_KEYS)
         assert set(SCHEMA["properties"]["weights"]["properties"]) == set(PARTS)

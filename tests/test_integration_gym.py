@@ -10,11 +10,11 @@ import gymnasium
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from simworld.agents import StepsAgent
-from simworld.episode import Observation
+from simworld._edges.gym import ENV_ID, SimworldEnv
+from simworld._episode.episode import Observation
+from simworld._episode.steps import StepsAgent
+from simworld._running.runner import run_one
 from simworld.errors import ScenarioError
-from simworld.gym import ENV_ID, SimworldEnv
-from simworld.runner import run_one
 
 
 def observation(text: str) -> Observation:
@@ -120,7 +120,7 @@ class TestEpisodes:
         scenario = env.grid[0][0]
 
         def agent() -> StepsAgent:
-            from simworld.episode import Environment
+            from simworld._episode.environment import Environment
 
             e = Environment(scenario, 3)
             e.reset()

@@ -15,13 +15,14 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, Model, ModelOutput, ModelUsage, get_model
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from simworld.agents import StepsAgent
-from simworld.chat import RESUME_NOTE
-from simworld.episode import Environment, Observation
-from simworld.export import export_run
-from simworld.inspect import suite
-from simworld.runner import run_one
-from simworld.session import suite_grid
+from simworld._agents.chat import RESUME_NOTE
+from simworld._edges.export import export_run
+from simworld._edges.inspect import suite
+from simworld._edges.session import suite_grid
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Observation
+from simworld._episode.steps import StepsAgent
+from simworld._running.runner import run_one
 
 SEEDS = "0..1"
 SEED_LIST = (0, 1)
@@ -220,8 +221,8 @@ class TestTaskArguments:
 
     def test_holdout_split_and_bad_arguments(self) -> None:
         """split=holdout gives each scenario's reserved seeds; a bad seed list is one error naming it."""
+        from simworld._world.splits import HOLDOUT_BASE
         from simworld.errors import ScenarioError
-        from simworld.splits import HOLDOUT_BASE
 
         task = suite(scenario="waive-small-fee", seeds=[0, 1], split="holdout")
         seeds = [s.metadata["seed"] for s in task.dataset]  # type: ignore[index]

@@ -18,14 +18,15 @@ import pytest
 import verifiers as vf
 from openai.types.chat import ChatCompletion
 
-from simworld.agents import StepsAgent
-from simworld.chat import RESUME_NOTE
-from simworld.episode import Environment, Observation
+from simworld._agents.chat import RESUME_NOTE
+from simworld._edges.export import export_run
+from simworld._edges.session import suite_grid
+from simworld._edges.verifiers import SimworldEnv, load_environment
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Observation
+from simworld._episode.steps import StepsAgent
+from simworld._running.runner import run_one
 from simworld.errors import ScenarioError
-from simworld.export import export_run
-from simworld.runner import run_one
-from simworld.session import suite_grid
-from simworld.verifiers import SimworldEnv, load_environment
 
 SEED_LIST = (0, 1)
 Reply = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], dict[str, Any]]

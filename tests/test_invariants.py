@@ -25,8 +25,8 @@ from kit import (
     world,
 )
 
-from simworld.invariants import INVARIANTS, Violation, check_episode, check_plan, even_split_problem
-from simworld.money import Money
+from simworld._grading.invariants import INVARIANTS, Violation, check_episode, check_plan, even_split_problem
+from simworld._world.money import Money
 
 
 def found(initial, final, **kw):
@@ -437,7 +437,7 @@ class TestCheckEpisode:
         """A quiet outcome that only files a communication is fine."""
         from datetime import UTC, datetime
 
-        from simworld.models import Decline
+        from simworld._world.models import Decline
         s = world()
         said = put(s, Decline("dec_1", "cus_1", "no", datetime(2026, 4, 20, tzinfo=UTC)))
         assert kinds(ep(s, said, outcome="decline")) == []

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from helpers import simworld
 
+from simworld._scenario.scenario import bundled_root, load_suite
+from simworld._world.generate import generate
+from simworld._world.snapshot import SnapshotLoader
+from simworld._world.splits import HOLDOUT_BASE, effective_seed
 from simworld.errors import ScenarioError
-from simworld.generate import generate
-from simworld.scenario import bundled_root, load_suite
-from simworld.snapshot import SnapshotLoader
-from simworld.splits import HOLDOUT_BASE, effective_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,13 +17,15 @@ import pytest
 from helpers import copy_suite
 
 from simworld import llm
-from simworld.agents import AgentFactory, build_agent_factory
-from simworld.clock import TimeGuard, wall_monotonic
-from simworld.episode import Environment, Episode, Observation
-from simworld.llm import LLMAPIError, LLMConfigError, LLMDependencyError, OpenAIAgent, openai_factory
-from simworld.runner import play as play_episode
-from simworld.runner import run_one, run_suite
-from simworld.scenario import load_suite
+from simworld._agents.kinds import build_agent_factory
+from simworld._agents.llm import LLMAPIError, LLMConfigError, LLMDependencyError, OpenAIAgent, openai_factory
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Episode, Observation
+from simworld._episode.play import AgentFactory
+from simworld._episode.play import play as play_episode
+from simworld._running.runner import run_one, run_suite
+from simworld._scenario.scenario import load_suite
+from simworld._world.clock import TimeGuard, wall_monotonic
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openai"
 SID = "waive-small-fee"

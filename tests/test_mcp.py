@@ -20,13 +20,13 @@ import orjson
 import pytest
 from mcp_helpers import http_server, results, stop, wait_for_results
 
-from simworld.agents import StepsAgent
+from simworld._episode.replay import replay
+from simworld._episode.steps import StepsAgent
+from simworld._running.runner import run_one
+from simworld._scenario.scenario import load_suite
+from simworld._world.templates import resolve_args
+from simworld._world.tools import TOOLS
 from simworld.errors import SimworldError
-from simworld.replay import replay
-from simworld.runner import run_one
-from simworld.scenario import load_suite
-from simworld.templates import resolve_args
-from simworld.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = "split-balance-three-ways"
@@ -247,7 +247,7 @@ class TestHttp:
 class TestMissingDependency:
     def test_serve_without_mcp_raises_a_simworld_error_naming_the_extra(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """With mcp not importable, serve() raises MissingDependency with the install command."""
-        from simworld.mcp_server import MissingDependency, serve
+        from simworld._edges.serve import MissingDependency, serve
 
         for name in ["mcp", *(n for n in list(sys.modules) if n.startswith("mcp."))]:
             monkeypatch.setitem(sys.modules, name, None)
@@ -267,7 +267,7 @@ class TestMissingDependency:
 class TestBadTransport:
     def test_unknown_transport_is_a_simworld_error(self) -> None:
         """An unknown transport is refused before anything is served."""
-        from simworld.mcp_server import ServeError, serve
+        from simworld._edges.serve import ServeError, serve
 
         with pytest.raises(ServeError, match="--transport 'sse' is unknown; use one of stdio, http"):
             serve(SPLIT, SEED, transport="sse")

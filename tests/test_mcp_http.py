@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp_helpers import ROOT, TIMEOUT, free_port, http_server, results, wait_for_results
 
-from simworld.mcp_http import ServeError, check_access, is_loopback
+from simworld._edges.serve_http import ServeError, check_access, is_loopback
 
 SCENARIO = "split-balance-three-ways"
 TOKEN = "s3cret-token-4c1d9e"  # a marker: it must appear in no file the server writes

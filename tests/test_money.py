@@ -18,8 +18,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from simworld.errors import MoneyError, SimworldError
-from simworld.money import (
+from simworld._world.money import (
     AMOUNT_PATTERN,
     EXPONENTS,
     MAX_EXPONENT,
@@ -32,7 +31,8 @@ from simworld.money import (
     max_float_major,
     parse_minor,
 )
-from simworld.tools import TOOLS
+from simworld._world.tools import TOOLS
+from simworld.errors import MoneyError, SimworldError
 
 CURRENCIES = sorted(EXPONENTS)
 currencies = st.sampled_from(CURRENCIES)

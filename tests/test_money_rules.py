@@ -10,8 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from simworld.errors import MoneyError
-from simworld.money import (
+from simworld._world.money import (
     MAX_EXPONENT,
     MAX_MAJOR_DIGITS,
     Money,
@@ -24,6 +23,7 @@ from simworld.money import (
     max_minor,
     parse_minor,
 )
+from simworld.errors import MoneyError
 
 
 def minors(parts: list[Money]) -> list[int]:

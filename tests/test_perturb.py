@@ -10,9 +10,9 @@ import pytest
 from helpers import simworld
 
 from simworld import make
+from simworld._scenario.scenario import load_suite
+from simworld._world.perturb import RandomDraws, WorldDraws, read_world_file, world_file_bytes, world_id
 from simworld.errors import ScenarioError
-from simworld.perturb import RandomDraws, WorldDraws, read_world_file, world_file_bytes, world_id
-from simworld.scenario import load_suite
 
 SUITE = {s.id: s for s in load_suite()}
 SPLIT = SUITE["split-balance-three-ways"]

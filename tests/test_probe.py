@@ -16,13 +16,13 @@ import orjson
 import pytest
 from helpers import simworld
 
-from simworld.agents import build_agent_factory
+from simworld._agents.kinds import build_agent_factory
+from simworld._running.probe import DEFAULT_EXAMPLES, probe, world_file_path
+from simworld._running.runner import run_one
+from simworld._scenario.scenario import Scenario, load_suite
+from simworld._world.money import Money
+from simworld._world.perturb import Draws, WorldDraws, read_world_file
 from simworld.errors import AgentSpecError
-from simworld.money import Money
-from simworld.perturb import Draws, WorldDraws, read_world_file
-from simworld.probe import DEFAULT_EXAMPLES, probe, world_file_path
-from simworld.runner import run_one
-from simworld.scenario import Scenario, load_suite
 
 SUITE = {s.id: s for s in load_suite()}
 TARGETS = [("drift:round-each", "split-balance-three-ways"), ("drift:float", "split-balance-three-ways"),

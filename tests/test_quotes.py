@@ -24,15 +24,15 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from simworld.clock import SimClock
-from simworld.events import Event
-from simworld.invariants import check_episode, check_plan
-from simworld.models import Credit, Customer, Fee, Instalment, Plan, Policy
-from simworld.money import EXPONENTS, Money, format_minor
-from simworld.policy import DEFAULT_POLICY, PolicyStore
-from simworld.state import Base, State
-from simworld.tools import TOOLS
-from simworld.world import World
+from simworld._grading.invariants import check_episode, check_plan
+from simworld._world.clock import SimClock
+from simworld._world.events import Event
+from simworld._world.models import Credit, Customer, Fee, Instalment, Plan, Policy
+from simworld._world.money import EXPONENTS, Money, format_minor
+from simworld._world.policy import DEFAULT_POLICY, PolicyStore
+from simworld._world.state import Base, State
+from simworld._world.tools import TOOLS
+from simworld._world.world import World
 
 STORE = PolicyStore.from_json(DEFAULT_POLICY)
 OWED = ("planned", "due", "overdue")

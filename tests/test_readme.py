@@ -92,7 +92,7 @@ class TestCustomGraderExample:
 class TestScenarioTable:
     def test_table_lists_every_scenario_with_its_category_and_outcomes(self) -> None:
         """The README's scenario table has one row per bundled scenario, with its category and outcomes."""
-        from simworld.scenario import load_suite
+        from simworld._scenario.scenario import load_suite
 
         rows = {m.group(1): (m.group(2), m.group(3))
                 for m in re.finditer(r"^\| `([a-z0-9-]+)` \| ([a-z-]+) \| ([a-z_, ]+) \|", README, flags=re.M)}

@@ -8,12 +8,15 @@ from typing import Any
 import orjson
 import pytest
 
-from simworld.agents import build_agent_factory
-from simworld.episode import Environment, Observation
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Observation
+from simworld._episode.judge import grade, solution_end_states
+from simworld._episode.play import play
+from simworld._episode.replay import rebuild, replay
+from simworld._running.runner import run_suite
+from simworld._scenario.scenario import load_scenario, load_suite
 from simworld.errors import ScenarioError
-from simworld.replay import rebuild, replay
-from simworld.runner import grade, play, run_suite, solution_end_states
-from simworld.scenario import load_scenario, load_suite
 
 SUITE = {s.id: s for s in load_suite()}
 PAY = SUITE["recover-payment-after-crash"]
@@ -118,7 +121,7 @@ class TestLoading:
         """A malformed recovery block fails at load naming it."""
         import shutil
 
-        from simworld.scenario import bundled_root
+        from simworld._scenario.scenario import bundled_root
 
         root = bundled_root()
         shutil.copytree(root / "scenarios" / PAY.id, tmp_path / "scenarios" / PAY.id)

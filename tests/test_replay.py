@@ -9,11 +9,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from simworld.agents import build_agent_factory
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.replay import replay
+from simworld._running.runner import run_suite
+from simworld._scenario.scenario import load_suite
 from simworld.errors import ReplayError
-from simworld.replay import replay
-from simworld.runner import run_suite
-from simworld.scenario import load_suite
 
 
 @pytest.fixture(scope="module")

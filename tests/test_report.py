@@ -10,8 +10,8 @@ import orjson
 import pytest
 from helpers import simworld
 
-from simworld.report import compare_runs, load_run, summarize
-from simworld.rundir import pass_hat_k
+from simworld._edges.report import compare_runs, load_run, summarize
+from simworld._running.rundir import pass_hat_k
 
 SCENARIOS = ("split-balance-three-ways", "waive-small-fee", "split-yen-seven-ways")
 
@@ -170,6 +170,6 @@ class TestHtml:
 
     def test_script_cannot_be_closed_by_data(self, tmp_path: Path) -> None:
         """Agent text containing </script> cannot end the embedded data early."""
-        from simworld.report_html import _script_json
+        from simworld._edges.report_html import _script_json
 
         assert "</script" not in _script_json({"x": "</script><script>alert(1)</script>"})

@@ -14,12 +14,12 @@ import orjson
 import pytest
 from helpers import ROOT, copy_suite, simworld
 
-from simworld.agents import build_agent_factory
+from simworld._agents.kinds import build_agent_factory
+from simworld._running.rundir import ResultsFile, read_results
+from simworld._running.runner import grid, run_suite
+from simworld._scenario.scenario import load_suite
+from simworld._world.splits import format_seeds, parse_seeds
 from simworld.errors import RunDirError, ScenarioError
-from simworld.rundir import ResultsFile, read_results
-from simworld.runner import grid, run_suite
-from simworld.scenario import load_suite
-from simworld.splits import format_seeds, parse_seeds
 
 # Three scenarios of different kinds keep the sweeps small but not uniform.
 FEW = ("waive-small-fee", "split-balance-three-ways", "move-paid-instalment")

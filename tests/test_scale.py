@@ -19,9 +19,10 @@ import pytest
 from helpers import simworld
 
 from simworld import endstates
-from simworld.agents import build_agent_factory
-from simworld.runner import _play_solutions, run_suite, solution_end_states
-from simworld.scenario import load_suite
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.judge import _play_solutions, solution_end_states
+from simworld._running.runner import run_suite
+from simworld._scenario.scenario import load_suite
 
 SUITE = load_suite()
 BY_ID = {s.id: s for s in SUITE}
@@ -109,8 +110,8 @@ class TestEndStateCache:
 
     def test_a_broken_solution_is_never_kept(self, cache: Path) -> None:
         """Ground truth that does not play raises every time and leaves no file."""
+        from simworld._scenario.scenario import Step
         from simworld.errors import BrokenSolutionError
-        from simworld.scenario import Step
 
         sc = BY_ID["waive-small-fee"]
         broken = attrs.evolve(sc, solutions=((Step("waive_fee", {"fee_id": "fee_nope", "reason": "x"}),),),
@@ -208,13 +209,15 @@ def test_help_imports_nothing_heavy() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     loaded = set(ast.literal_eval(r.stdout.strip().splitlines()[-1]))
-    assert loaded <= {"simworld", "simworld.cli", "simworld.errors", "simworld.vocab"}, loaded
+    # the face, the command line (served as simworld.cli), the errors and the closed vocabularies; no engine
+    assert loaded <= {"simworld", "simworld.cli", "simworld._edges", "simworld._edges.cli", "simworld.errors",
+                      "simworld._world", "simworld._world.vocab"}, loaded
 
 
 def test_the_package_exports_on_first_use() -> None:
     """import simworld is light, and every public name still resolves (to the object its module defines)."""
     import simworld
-    from simworld.episode import Environment
+    from simworld._episode.environment import Environment
 
     assert simworld.Environment is Environment
     for name in simworld.__all__:

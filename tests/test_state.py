@@ -9,9 +9,9 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simworld.money import Money
-from simworld.snapshot import Snapshot, SnapshotLoader, dump_snapshot
-from simworld.state import Base, State
+from simworld._world.money import Money
+from simworld._world.snapshot import Snapshot, SnapshotLoader, dump_snapshot
+from simworld._world.state import Base, State
 
 SMALL = Path(__file__).resolve().parent.parent / "snapshots" / "small.json"
 
@@ -61,7 +61,7 @@ class TestHash:
         """A message changes the state hash but not the business hash."""
         from datetime import datetime
 
-        from simworld.models import Message
+        from simworld._world.models import Message
 
         s = _snap().state()
         t = s.put(Message("m1", "cus_001", "hi", "body", datetime(2026, 1, 1, tzinfo=UTC)))

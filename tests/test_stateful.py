@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from simworld.clock import SimClock
-from simworld.invariants import check_episode, check_plan
-from simworld.models import LOCKED, UNPAID
-from simworld.money import Money
-from simworld.snapshot import SnapshotLoader
-from simworld.tools import TOOLS
-from simworld.world import World
+from simworld._grading.invariants import check_episode, check_plan
+from simworld._world.clock import SimClock
+from simworld._world.models import LOCKED, UNPAID
+from simworld._world.money import Money
+from simworld._world.snapshot import SnapshotLoader
+from simworld._world.tools import TOOLS
+from simworld._world.world import World
 
 SNAPSHOT = SnapshotLoader().load(Path(__file__).resolve().parent.parent / "snapshots" / "small.json")
 PLANS = ("pln_001", "pln_002", "pln_003", "pln_019", "pln_022")
@@ -66,7 +66,7 @@ class WriteTools(RuleBasedStateMachine):
             assert self.world.state.hash == before  # denied (before a paid date) changes nothing
             return
         owed = [i.amount for i in self.plan(plan_id).instalments if i.status in UNPAID]
-        from simworld.invariants import even_split_problem
+        from simworld._grading.invariants import even_split_problem
 
         assert even_split_problem(owed, remainder) is None
 

@@ -10,10 +10,10 @@ from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from simworld import strategies as sws
-from simworld.dates import days_in_month
-from simworld.money import EXPONENTS, Money, exponent
-from simworld.scenario import load_suite
-from simworld.splits import HOLDOUT_BASE
+from simworld._scenario.scenario import load_suite
+from simworld._world.dates import days_in_month
+from simworld._world.money import EXPONENTS, Money, exponent
+from simworld._world.splits import HOLDOUT_BASE
 
 SPLIT = load_suite(None, ["split-balance-three-ways"])[0]
 

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from helpers import copy_suite
 
-from simworld.agents import build_agent_factory
-from simworld.clock import TimeGuard, wall_monotonic
-from simworld.episode import Environment, Episode
-from simworld.runner import play
-from simworld.scenario import load_suite
-from simworld.subprocess_agent import SubprocessAgent
+from simworld._agents.kinds import build_agent_factory
+from simworld._agents.process import SubprocessAgent
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Episode
+from simworld._episode.play import play
+from simworld._scenario.scenario import load_suite
+from simworld._world.clock import TimeGuard, wall_monotonic
 
 SID = "waive-small-fee"
 TIMEOUT_S = 2

@@ -7,12 +7,14 @@ import attrs
 import pytest
 
 from graders.state import expected_final_state
-from simworld.agents import build_agent_factory, steps_factory
-from simworld.episode import Environment
-from simworld.money import Money, exponent
-from simworld.runner import grade, play, solution_end_states
-from simworld.scenario import CATEGORIES, load_suite
-from simworld.tools import OUTCOMES
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.environment import Environment
+from simworld._episode.judge import grade, solution_end_states
+from simworld._episode.play import play
+from simworld._episode.steps import steps_factory
+from simworld._scenario.scenario import CATEGORIES, load_suite
+from simworld._world.money import Money, exponent
+from simworld._world.tools import OUTCOMES
 
 SUITE = load_suite()
 IDS = [s.id for s in SUITE]

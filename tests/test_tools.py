@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simworld._world.events import Event
+from simworld._world.tools import TOOLS, Kind, tool
+from simworld._world.world import World
 from simworld.errors import PolicyDenied
-from simworld.events import Event
-from simworld.tools import TOOLS, Kind, tool
-from simworld.world import World
 
 UNPAID = ("planned", "due", "overdue")
 READ_NAMES = ("find_customer", "get_customer", "get_policy", "get_plan", "list_fees", "list_payments",

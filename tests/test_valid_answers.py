@@ -13,11 +13,11 @@ import orjson
 import pytest
 from helpers import copy_suite, simworld
 
-from simworld.check import check_scenario
-from simworld.episode import Environment
+from simworld._episode.environment import Environment
+from simworld._episode.judge import solution_end_states
+from simworld._running.check import check_scenario
+from simworld._scenario.scenario import Scenario, load_scenario, load_suite
 from simworld.errors import BrokenSolutionError
-from simworld.runner import solution_end_states
-from simworld.scenario import Scenario, load_scenario, load_suite
 
 SEEDS = (0, 7, 13)
 

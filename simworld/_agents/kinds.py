@@ -1,0 +1,168 @@
+"""Agents and how ``--agent SPEC`` builds them.
+
+An agent is an object with ``act(observation) -> action | None`` (a class
+instantiated without arguments, once per episode) or a plain callable with the
+same signature. An action is ``{"tool": NAME, "args": {...}}``; it may carry
+``"usage": {"input_tokens": N, "output_tokens": M}`` for the token counters.
+
+Specs:
+    ``reference``            plays the scenario's first solution
+    ``noop``                 calls nothing
+    ``random``               seeded random calls, for smoke tests of graders
+    ``drift:KIND``           the reference with one drifting computation (see simworld._agents.drift)
+    ``cmd:"COMMAND"``        an agent process speaking JSON lines (see simworld._agents.process)
+    ``openai:MODEL``         a tool-calling loop over an OpenAI-compatible endpoint (see simworld._agents.llm)
+    ``scripted:PATH``        plays a JSONL file of actions in order
+    ``python:module:attr``   a user's agent class or callable
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import re
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from simworld._episode.deadline import bounded
+from simworld._episode.episode import Observation
+from simworld._episode.play import AgentFactory
+from simworld._episode.steps import StepsAgent, steps_factory
+from simworld._scenario.scenario import read_steps
+from simworld.errors import AgentSpecError, ScenarioError
+
+__all__ = ["NoopAgent", "RandomAgent", "build_agent_factory"]
+
+
+class NoopAgent:
+    """Does nothing: the baseline every scenario's graders must fail."""
+
+    def act(self, observation: Observation) -> dict[str, Any] | None:
+        """Stop at once."""
+        return None
+
+
+_ID = re.compile(r"\b(?:cus|pol|pln|fee|pay)[_-][A-Za-z0-9_-]+\b")
+
+
+class RandomAgent:
+    """Seeded random tool calls with plausible arguments; ends with a random terminal tool."""
+
+    def __init__(self, seed: int, scenario_id: str, calls: int = 8) -> None:
+        self.rng = random.Random(f"random-agent/{scenario_id}/{seed}")
+        self.calls = calls
+        self.ids: list[str] = []
+
+    def _value(self, schema: dict[str, Any]) -> Any:
+        rng = self.rng
+        kind = schema.get("type")
+        if "enum" in schema:
+            return rng.choice(schema["enum"])
+        if kind == "integer":
+            return rng.randint(0, 32)
+        if kind == "boolean":
+            return rng.random() < 0.5
+        if kind == "array":
+            return [self._value(schema["items"]) for _ in range(rng.randint(0, 4))]
+        if kind == "object":
+            return {k: self._value(v) for k, v in schema["properties"].items()}
+        if schema.get("format") == "date":
+            return f"20{rng.randint(20, 30)}-{rng.randint(1, 12):02d}-{rng.randint(1, 31):02d}"
+        if "pattern" in schema:
+            return f"{rng.randint(-5, 2000)}.{rng.randint(0, 999):0{rng.randint(1, 3)}d}"
+        return rng.choice(self.ids) if self.ids and rng.random() < 0.8 else rng.choice(["", "x", "cus_001"])
+
+    def act(self, observation: Observation) -> dict[str, Any] | None:
+        """A random call; ids found in earlier results are reused."""
+        self.ids.extend(_ID.findall(observation.request + repr(observation.last_result)))
+        tools = list(observation.tools)
+        if observation.step >= self.calls:
+            terminal = [t for t in tools if t["name"] in ("finish", "escalate", "request_information", "decline")]
+            tools = terminal or tools
+        choice = self.rng.choice(tools)
+        return {"tool": choice["name"], "args": self._value(choice["parameters"])}
+
+
+class _CallableAgent:
+    def __init__(self, fn: Callable[[Observation], dict[str, Any] | None]) -> None:
+        self.fn = fn
+
+    def act(self, observation: Observation) -> dict[str, Any] | None:
+        return self.fn(observation)
+
+
+def _import(target: str, spec: str) -> Any:
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise AgentSpecError(f"--agent {spec!r}: expected python:MODULE:ATTR, e.g. python:my_agents:MyAgent.")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AgentSpecError(f"--agent {spec!r}: cannot import module {module_name!r} ({exc}).") from None
+    try:
+        obj = module
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except AttributeError:
+        raise AgentSpecError(f"--agent {spec!r}: module {module_name!r} has no attribute {attr!r}.") from None
+    if not callable(obj):
+        raise AgentSpecError(f"--agent {spec!r}: {attr!r} is a {type(obj).__name__}, not a class or a callable.")
+    return obj
+
+
+def build_agent_factory(spec: str, *, base_url: str | None = None,
+                        openai_options: Mapping[str, Any] | None = None) -> AgentFactory:
+    """Turn an ``--agent`` spec into a factory of fresh agents, failing now on a bad spec.
+
+    ``base_url`` is for ``openai:MODEL``: any OpenAI-compatible chat completions endpoint
+    (default ``$OPENAI_BASE_URL``, else OpenAI's). ``openai_options`` are
+    :class:`~simworld._agents.llm.OpenAIAgent`'s keyword arguments (max_retries, timeout_s,
+    temperature, ...), ignored by the other kinds.
+    """
+    if spec == "reference":
+        return lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/{sc.solution_files[0]}")
+    if spec == "noop":
+        return lambda sc, seed, v: NoopAgent()
+    if spec == "random":
+        return lambda sc, seed, v: RandomAgent(seed, sc.id)
+    kind, _, rest = spec.partition(":")
+    if kind == "drift":
+        from simworld._agents.drift import DRIFTS, DriftAgent
+
+        if rest not in DRIFTS:
+            raise AgentSpecError(f"--agent {spec!r}: unknown drift {rest!r}; known: "
+                                 + ", ".join(f"drift:{d}" for d in DRIFTS) + ".")
+        return lambda sc, seed, v: DriftAgent(sc.solutions[0], v, f"{sc.id}/drift", rest)
+    if kind == "openai":
+        if not rest:
+            raise AgentSpecError(f"--agent {spec!r}: expected openai:MODEL, e.g. openai:gpt-4o-mini.")
+        from simworld._agents.llm import openai_factory  # lazy: httpx is an optional dependency
+
+        return bounded(openai_factory(rest, base_url, **dict(openai_options or {})))
+    if kind == "cmd":
+        if not rest.strip():
+            raise AgentSpecError(f'--agent {spec!r}: expected cmd:"COMMAND", e.g. cmd:"python examples/agent.py".')
+        from simworld._agents.process import SubprocessAgent
+
+        return lambda sc, seed, v: SubprocessAgent(rest, sc.timeout_s)
+    if kind == "scripted" and rest:
+        try:
+            steps = read_steps(Path(rest))
+        except ScenarioError as exc:
+            raise AgentSpecError(f"--agent {spec!r}: {exc}") from None
+        return steps_factory(steps, rest)
+    if kind == "python" and rest:
+        obj = _import(rest, spec)
+        if isinstance(obj, type):
+            if not callable(getattr(obj, "act", None)):
+                raise AgentSpecError(f"--agent {spec!r}: class {obj.__name__} has no act(observation) method.")
+            return bounded(lambda sc, seed, v: obj())
+        return bounded(lambda sc, seed, v: _CallableAgent(obj))
+    raise AgentSpecError(
+        f"--agent {spec!r} is not a known agent; use reference, noop, random, drift:KIND, scripted:PATH, "
+        'cmd:"COMMAND", openai:MODEL or python:MODULE:ATTR.'
+    )

@@ -1,0 +1,283 @@
+"""simworld's suite as an Inspect AI task: ``inspect eval simworld/suite`` (``pip install 'simworld[inspect]'``).
+
+One sample per (scenario, seed), in ``simworld run``'s order, with the task arguments
+``simworld run`` takes:
+
+.. code-block:: text
+
+    inspect eval simworld/suite --model openai/gpt-4o-mini -T seeds=0..9 -T scenario=waive-small-fee
+    inspect eval simworld/suite -T split=holdout -T seeds=0..4 -T out=runs/inspect
+
+- ``scenario``: one id, a comma list or a list (default: the whole bundled suite, or ``suite``'s);
+- ``seeds``: ``A..B``, a seed, or a comma list, as ``--seeds`` (default 0);
+- ``split``: ``dev`` or ``holdout`` (seed N is each scenario's N-th reserved holdout seed);
+- ``suite``: a directory of scenarios instead of the bundled suite;
+- ``out``: a directory to write each episode to as ``simworld run`` does (``events/`` and
+  ``results.jsonl``, the epoch as ``trial``), so ``simworld export``, ``grade`` and ``regrade`` read it.
+
+The sample's input is what ``--agent openai:MODEL`` shows a model: the policy as the system
+message, the customer's request as the user message (:mod:`simworld._agents.chat`). Its metadata
+names the scenario, seed, split and category (never shown to the model).
+
+:func:`use_simworld` starts the sample's episode (an :class:`~simworld._episode.environment.Environment`: the
+same world, simulated clock and event log as ``simworld run``) and gives the model the
+scenario's tools as Inspect tools with simworld's own schemas. :func:`simworld_agent` is the
+loop: Inspect's ``generate`` gives the next assistant message, each of its tool calls is one
+step of the episode, in order, answered by a tool message; a message with no tool call stops
+the episode; a terminal tool, the step budget or the time budget ends it. In a recovery
+scenario the agent dies at the scenario's call, as under ``simworld run``, and a fresh agent
+takes over: the conversation is rebuilt from the session log (the calls the log holds and
+their results), followed by a note that the session was restarted. Token usage is counted
+into the episode's counters.
+
+:func:`simworld_scorer` seals the episode and grades it with the scenario's graders against
+every valid end state. The score's value is ``{"passed": 1.0 or 0.0, "total": ...}`` (each
+with mean and stderr over the samples); its metadata is the episode's whole result line
+(``passed``, ``total``, ``parts``, ``category``, ``checks``, ``counters``, hashes...), byte for
+byte the line ``simworld run`` writes for the same actions.
+
+The tools also work under another solver (``react()``, a custom agent): each call steps the
+episode, an ``error`` or ``denied`` result comes back as a tool error the model can read, and
+a crash is answered as ``simworld serve`` answers it (an error naming the session log).
+
+freezegun is process-wide and Inspect runs samples concurrently, so, as in a concurrent
+``simworld run``, foreign code's ``datetime.now()`` is not frozen to simulated time; simworld's
+own clock and everything it records are.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from simworld._agents.chat import resumed, tool_content
+from simworld._edges.session import Session, missing, suite_grid
+from simworld._episode.environment import Environment
+from simworld._scenario.scenario import Scenario
+from simworld._world.state import canonical_bytes
+from simworld._world.tools import TOOLS
+
+try:
+    from inspect_ai import Task, task
+    from inspect_ai.dataset import MemoryDataset, Sample
+    from inspect_ai.model import (
+        ChatMessage,
+        ChatMessageAssistant,
+        ChatMessageSystem,
+        ChatMessageTool,
+        ChatMessageUser,
+    )
+    from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+    from inspect_ai.solver import Generate, Solver, TaskState, solver
+    from inspect_ai.tool import Tool, ToolCall, ToolDef, ToolError, ToolParams
+except ImportError as exc:  # pragma: no cover - exercised in an environment without the extra
+    raise missing("inspect", "inspect_ai", exc) from exc
+
+import orjson
+
+__all__ = ["samples", "simworld_agent", "simworld_scorer", "simworld_tools", "suite", "use_simworld"]
+
+#: The live episodes, by Inspect sample (``TaskState.uuid``): started by use_simworld, ended by the scorer.
+_LIVE: dict[str, Session] = {}
+
+#: Scenarios by (id, suite directory or None), as samples() loaded them: a scenario is immutable, and loading
+#: one parses its snapshot, so each sample's episode reuses its dataset's.
+_SCENARIOS: dict[tuple[str, str | None], Scenario] = {}
+
+_NO_EPISODE = ("simworld_agent() found no simworld episode for this sample: put use_simworld() before it in the "
+               "task's solver (suite() does).")
+
+
+def samples(grid: list[tuple[Scenario, int]], split: str = "dev", suite: str | None = None) -> list[Sample]:
+    """One Inspect sample per (scenario, seed as run): the policy and the request at that seed, and metadata.
+
+    ``suite`` is the scenario directory the grid came from (None for the bundled suite).
+    """
+    out = []
+    for scenario, seed in grid:
+        first = Environment(scenario, seed).reset()
+        meta = {"scenario": scenario.id, "seed": seed, "split": split, "category": scenario.category}
+        if suite is not None:
+            meta["suite"] = str(suite)
+        _SCENARIOS[(scenario.id, None if suite is None else str(suite))] = scenario
+        out.append(Sample(input=[ChatMessageSystem(content=first.policy), ChatMessageUser(content=first.request)],
+                          id=f"{scenario.id}__seed-{seed}", metadata=meta))
+    return out
+
+
+@task
+def suite(scenario: str | list[str] | None = None, seeds: str | int | list[int] = 0, split: str = "dev",
+          suite: str | None = None, out: str | None = None) -> Task:
+    """simworld's scenarios as an Inspect task: one sample per (scenario, seed), graded by simworld's graders.
+
+    Args:
+        scenario: scenario id(s): one, a comma list, or a list (default: every scenario of the suite).
+        seeds: seeds as ``simworld run --seeds`` reads them (``0..9``, ``3,7``), one seed, or a list.
+        split: ``dev`` or ``holdout``.
+        suite: a directory of scenarios instead of the bundled suite.
+        out: a directory to write the episodes to as ``simworld run`` does (for ``simworld export``).
+    """
+    grid = suite_grid(scenario, seeds, split, suite)
+    return Task(dataset=MemoryDataset(samples(grid, split, suite), name="simworld"),
+                solver=[use_simworld(out), simworld_agent()], scorer=simworld_scorer())
+
+
+def _session(state: TaskState) -> Session | None:
+    return _LIVE.get(state.uuid)
+
+
+@solver
+def use_simworld(out: str | None = None) -> Solver:
+    """Start the sample's simworld episode and give the model the scenario's tools.
+
+    Args:
+        out: a directory to write the episode to when it is scored (as ``simworld run`` does).
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        meta = state.metadata
+        scenario_id, seed = meta.get("scenario"), meta.get("seed")
+        if not isinstance(scenario_id, str) or not isinstance(seed, int):
+            raise ValueError(f"use_simworld(): sample {state.sample_id!r} has no simworld scenario and seed in its "
+                             "metadata; build the dataset with simworld.inspect.samples().")
+        scenario = _scenario(scenario_id, meta.get("suite"))
+        session = Session(scenario, seed, agent_name=f"inspect:{state.model}", trial=state.epoch - 1, out=out)
+        _LIVE[state.uuid] = session
+        state.tools = simworld_tools(session)
+        return state
+
+    return solve
+
+
+
+
+def _scenario(scenario_id: str, suite_dir: Any) -> Scenario:
+    """A scenario by id: the one samples() loaded, or loaded now (a dataset built elsewhere)."""
+    key = (scenario_id, suite_dir if isinstance(suite_dir, str) else None)
+    found = _SCENARIOS.get(key)
+    if found is None:
+        ((found, _),) = suite_grid(scenario_id, 0, "dev", key[1])
+        _SCENARIOS[key] = found
+    return found
+
+
+def simworld_tools(session: Session) -> list[Tool]:
+    """The episode's tools as Inspect tools: simworld's names, descriptions and JSON schemas; each call steps it."""
+    return [_tool(session, schema) for schema in session.env.tool_schemas]
+
+
+def _tool(session: Session, schema: dict[str, Any]) -> Tool:
+    name = schema["name"]
+
+    async def call(**args: Any) -> str:
+        if session.done:
+            raise ToolError("The episode is over; no further calls are accepted.")
+        observation = session.step({"tool": name, "args": args})
+        if observation.resumed:
+            raise ToolError("The session was interrupted during this call: it may or may not have taken effect. "
+                            "Check the records before you retry. The session log so far: "
+                            + canonical_bytes(list(observation.history)).decode())
+        text = tool_content(observation.last_status, observation.last_result)
+        if observation.last_status != "ok":
+            raise ToolError(text)
+        return text
+
+    return ToolDef(call, name=name, description=schema["description"], parameters=_params(name),
+                   parallel=False).as_tool()
+
+
+@functools.cache
+def _params_of(name: str) -> ToolParams:
+    return ToolParams.model_validate(TOOLS[name].parameters)
+
+
+def _params(name: str) -> ToolParams:
+    """The tool's parameters as Inspect's ToolParams (validated once per tool, copied for each sample)."""
+    return _params_of(name).model_copy(deep=True)
+
+
+@solver
+def simworld_agent() -> Solver:
+    """The episode's agent loop: Inspect's ``generate`` for each assistant message, each tool call one step."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        session = _session(state)
+        if session is None:
+            raise RuntimeError(_NO_EPISODE)
+        while not session.done and not state.completed:
+            state = await generate(state, tool_calls="none")
+            usage = _usage(state.output.usage)
+            calls = list(state.output.message.tool_calls or []) if state.output.choices else []
+            if not calls:
+                # A plain answer: the agent is done (its tokens still count).
+                session.step({"stop": True, "usage": usage} if usage else None)
+                break
+            for i, call in enumerate(calls):
+                if session.done:  # a terminal call came earlier in this message
+                    state.messages.append(_answer(call, "The episode is over; this call was not made."))
+                    continue
+                action: dict[str, Any] = {"tool": call.function,
+                                          "args": call.arguments if call.parse_error is None else call.parse_error}
+                if i == 0 and usage:
+                    action["usage"] = usage
+                observation = session.step(action)
+                if observation.resumed:
+                    # The agent died mid-call; a fresh one takes over from the session log.
+                    state.messages = _chat(resumed(observation))
+                    break
+                state.messages.append(_answer(call, tool_content(observation.last_status,
+                                                                  observation.last_result)))
+        return state
+
+    return solve
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    if usage is None:
+        return {}
+    found = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    return {k: v for k, v in found.items() if isinstance(v, int) and v > 0}
+
+
+def _answer(call: ToolCall, content: str) -> ChatMessageTool:
+    return ChatMessageTool(content=content, tool_call_id=call.id, function=call.function)
+
+
+def _chat(messages: list[dict[str, Any]]) -> list[ChatMessage]:
+    """OpenAI-shaped messages (:mod:`simworld._agents.chat`) as Inspect chat messages."""
+    out: list[ChatMessage] = []
+    names: dict[str, str] = {}
+    for m in messages:
+        role = m["role"]
+        if role == "system":
+            out.append(ChatMessageSystem(content=m["content"]))
+        elif role == "user":
+            out.append(ChatMessageUser(content=m["content"]))
+        elif role == "assistant":
+            calls = [ToolCall(id=c["id"], function=c["function"]["name"],
+                              arguments=orjson.loads(c["function"]["arguments"])) for c in m.get("tool_calls", [])]
+            names.update((c.id, c.function) for c in calls)
+            out.append(ChatMessageAssistant(content=m.get("content") or "", tool_calls=calls or None))
+        else:
+            out.append(ChatMessageTool(content=m["content"], tool_call_id=m["tool_call_id"],
+                                       function=names.get(m["tool_call_id"])))
+    return out
+
+
+@scorer(metrics={"passed": [mean(), stderr()], "total": [mean(), stderr()]})
+def simworld_scorer() -> Scorer:
+    """Seal the sample's episode and grade it with the scenario's graders; the result line is the metadata."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        session = _LIVE.pop(state.uuid, None)
+        if session is None:
+            return Score(value={"passed": 0.0, "total": 0.0}, explanation=_NO_EPISODE)
+        line = session.finish()
+        failed = [f"{c['name']}: {c['detail']}" for c in line["checks"] if not c["passed"]]
+        return Score(value={"passed": 1.0 if line["passed"] else 0.0, "total": float(line["total"])},
+                     answer=line["outcome"],
+                     explanation="; ".join(failed) if failed else "every check passed",
+                     metadata=orjson.loads(canonical_bytes(line)))
+
+    return score
+

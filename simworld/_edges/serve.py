@@ -1,0 +1,471 @@
+"""Serve simworld episodes over MCP (the Model Context Protocol), so any MCP client's model can be the agent.
+
+``serve(scenario, seed)`` serves the scenario's tools over stdio (the default) or streamable HTTP
+(``transport="http"``, at ``http://HOST:PORT/mcp``). **Each MCP session is its own episode**: its own
+``Environment(scenario, seed, agent_name="mcp")``, the same world at the same seed and independent state, so
+one session never sees another's writes nor ends another's episode. Over stdio the one client is one session;
+over HTTP every session the client opens (``initialize``) is one. The seed is checked as ``simworld run``
+checks it (:func:`simworld._world.splits.effective_seed`): a dev seed in the holdout range or a negative seed is
+refused, and with ``split="holdout"`` seed N is the scenario's N-th reserved holdout seed.
+
+HTTP binds 127.0.0.1; another address needs ``allow_remote`` and a bearer token, checked on every request,
+and the port is bound before anything is served (:mod:`simworld._edges.serve_http`).
+
+What the client sees (what a simworld agent's :class:`~simworld._episode.episode.Observation` carries, nothing more):
+
+- **instructions** (``InitializeResult.instructions``): one line naming the tools that end the conversation,
+  the desk's policy text and the customer's request, rendered for the seed. The same text is the one user
+  message of the prompt ``task`` (``prompts/get``), for clients that show prompts but not instructions.
+- **tools**: the scenario's tools in simworld's order; ``name``, ``description`` and, as ``inputSchema``,
+  the ``parameters`` of ``simworld._world.tools.TOOLS[name].schema()``. READ tools carry ``readOnlyHint``.
+- Never the scenario id (ids name the expected outcome), its expectations, solutions or the grade.
+
+Each ``tools/call`` is one ``env.step({"tool": name, "args": arguments})``. An ``ok`` result comes back as
+its canonical JSON text (and as ``structuredContent``); an ``error`` or ``denied`` result is a tool error
+(``isError: true``) whose text is simworld's message, with ``{"status", "error"}`` as ``structuredContent``.
+An unknown tool or a bad argument is recorded and answered exactly as ``simworld run`` would.
+
+When an episode ends (a terminal tool — finish, escalate, request_information, decline — or the
+scenario's ``max_steps`` or ``timeout_s``), it is sealed and graded against the solutions' end states;
+with ``out`` its event log goes to ``out/events/`` and then its result line is appended, whole, to
+``out/results.jsonl``, as ``simworld run`` writes them (no wall-clock value; the scenario's post-run hooks
+run as they do there). Episodes are numbered as trials of the (scenario, seed) in the order they end —
+``SCENARIO__seed-N.jsonl``, then ``SCENARIO__seed-N__trial-1.jsonl``, … with ``"trial"`` in the line — each
+number claimed by creating its event file, so episodes never share a name, even across ``serve`` processes
+writing to one ``out``. The reply to the ending call says the episode is over; any later call is a tool
+error saying so. A one-line summary of the grade goes to stderr, never to the client.
+
+An episode whose client leaves before a terminal call is recorded, never dropped: stdio's client
+disconnecting, an HTTP client ending its session (``DELETE``) or sending nothing for ``idle_timeout_s``, or
+the server stopping (Ctrl-C, SIGTERM) ends it as ``stop_reason: "agent_stopped"`` with an ``error`` saying
+why, graded and written like any other. An episode whose time budget runs out with no terminal call ends as
+``timeout`` without waiting for another call.
+
+Two differences from ``simworld run``, both forced by a remote agent:
+
+- The scenario's ``timeout_s`` (real seconds) counts from the session's first tool call, not from when it
+  opened: the environment is reset again at that call, which rebuilds the same world (a reset is
+  deterministic).
+- In a recovery scenario the call at which the runner lets the agent die is answered with a tool error
+  saying the session was interrupted and the call may or may not have taken effect, with the session log
+  so far (the ``history`` a resumed simworld agent is given). The episode goes on over the real world.
+
+``mcp`` is an optional dependency (``pip install 'simworld[mcp]'``), imported only inside :func:`serve`;
+without it :func:`serve` raises :class:`MissingDependency`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from simworld._edges.serve_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Episode
+from simworld._episode.judge import graded_line
+from simworld._running.job import event_file_name, finish_episode, harness_line
+from simworld._running.rundir import EVENTS, RESULTS, ResultsFile
+from simworld._running.runner import simworld_version
+from simworld._scenario.scenario import Scenario
+from simworld._world.clock import wall_monotonic
+from simworld._world.splits import effective_seed
+from simworld._world.state import canonical_bytes
+from simworld._world.tools import TOOLS, Kind
+from simworld.errors import MissingDependency, describe_exception
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+__all__ = ["TRANSPORTS", "EpisodeSession", "EpisodeSessions", "MissingDependency", "Reply", "ServeError", "serve"]
+
+#: The transports :func:`serve` speaks.
+TRANSPORTS = ("stdio", "http")
+#: The key of the one session of the stdio transport.
+STDIO = "stdio"
+#: Real seconds an HTTP session may send nothing before it counts as left (the SDK's own default).
+IDLE_TIMEOUT_S = 30 * 60.0
+#: Why a stdio episode ended when its client went away.
+ENDED_BY_DISCONNECT = "the client disconnected before a terminal call"
+
+_MISSING_MCP = "simworld serve requires the optional dependency mcp. Install with: pip install 'simworld[mcp]'"
+_NO_SESSION = ("This server plays one episode per MCP session, and this call belongs to none: open a session "
+               "(initialize) and call the tools within it.")
+
+
+@attrs.frozen
+class Reply:
+    """The answer to one tool call, independent of MCP: text blocks, structured content, and whether it failed."""
+
+    texts: tuple[str, ...]
+    structured: dict[str, Any] | None
+    is_error: bool
+
+
+def _json(value: Any) -> str:
+    return canonical_bytes(value).decode()
+
+
+def _log(message: str) -> None:
+    """One line on stderr (stdout is the stdio transport's wire)."""
+    sys.stderr.write(f"simworld serve: {message}\n")
+    sys.stderr.flush()
+
+
+def _instructions(scenario: Scenario, env: Environment) -> str:
+    """What the client is told: the tools that end the conversation, the policy text and the request."""
+    terminal = [n for n in scenario.tools if TOOLS[n].kind is Kind.TERMINAL]
+    return ("You are handling a customer's request at a billing desk with this server's tools. "
+            f"The conversation ends when you call one of: {', '.join(terminal)}.\n\n"
+            f"{env.policy_text}\n\n"
+            f"The customer's request:\n\n{env.request}")
+
+
+def _claim_trial(events: Path, scenario_id: str, seed: int) -> int:
+    """The first trial number of (scenario, seed) without an event file in ``events``, claimed by creating that
+    file empty (``O_EXCL``): distinct for every episode, even across ``serve`` processes sharing one ``--out``."""
+    events.mkdir(parents=True, exist_ok=True)
+    trial = 0
+    while True:
+        try:
+            os.close(os.open(events / event_file_name(scenario_id, seed, trial), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o644))
+            return trial
+        except FileExistsError:
+            trial += 1
+
+
+class EpisodeSession:
+    """One episode driven call by call by a remote agent: steps, seals, grades and writes it.
+
+    The MCP layer only translates; everything simworld-specific is here.
+    """
+
+    def __init__(self, scenario: Scenario, seed: int, out: Path | None = None, *, number: int = 0) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.out = out
+        #: The session's number in its server, from 0 (for the operator's log lines).
+        self.number = number
+        self.env = Environment(scenario, seed, agent_name="mcp")
+        self.env.reset()
+        self._started = False
+        #: The result line once the episode has ended (a harness failure is its ``harness_error``).
+        self.result: dict[str, Any] | None = None
+        self.seal_error: str | None = None
+        #: Why the episode ended, once it has.
+        self.stop_reason: str | None = None
+        #: The real time of the session's last HTTP request and how many are in flight (for the idle sweep).
+        self.last_active = wall_monotonic()
+        self.in_flight = 0
+        self.instructions = _instructions(scenario, self.env)
+
+    @property
+    def tool_schemas(self) -> tuple[dict[str, Any], ...]:
+        """The scenario's tool schemas (``name``, ``description``, ``parameters``), in simworld's order."""
+        return self.env.tool_schemas
+
+    def call(self, name: str, arguments: dict[str, Any] | None) -> Reply:
+        """Apply one tool call to the episode and say what the agent gets back."""
+        env = self.env
+        if env.done:
+            return Reply((f"The episode is over ({self._why_over()}); no further calls are accepted.",),
+                         {"status": "error", "error": "episode over"}, True)
+        if not self._started:
+            # The scenario's wall-clock budget counts from the agent's first call, not from server start.
+            env.reset()
+            self._started = True
+        observation, done = env.step({"tool": name, "args": {} if arguments is None else arguments})
+        if observation.resumed:
+            history = list(observation.history)
+            reply = Reply(("The session was interrupted during this call: it may or may not have taken effect. "
+                           "Check the records before you retry. The session log so far: " + _json(history),),
+                          {"status": "error", "error": "session interrupted", "history": history}, True)
+        elif observation.last_status == "ok":
+            result = observation.last_result
+            reply = Reply((_json(result),), result if isinstance(result, dict) else None, False)
+        else:
+            message = observation.last_result.get("error", "") if isinstance(observation.last_result, dict) else ""
+            message = str(message or observation.last_result)
+            reply = Reply((message,), {"status": observation.last_status, "error": message}, True)
+        if done:
+            self._seal()
+            reply = attrs.evolve(reply, texts=(*reply.texts, f"The episode is over ({self._why_over()}); "
+                                                             "no further calls are accepted."))
+        return reply
+
+    def leave(self, why: str) -> None:
+        """End the episode because its client left before a terminal call: ``stop_reason: "agent_stopped"``
+        with ``why`` as its ``error``, graded and written like any other episode. Nothing if it has ended."""
+        if self.env.done:
+            return
+        self.env.step(None)
+        self._seal(why)
+
+    def expire(self) -> bool:
+        """End the episode as ``timeout`` if its time budget, counted from its first call, is spent with no
+        terminal call (as ``simworld run`` abandons an agent that stalls); whether it did."""
+        if self.env.done or not self._started or self.env.remaining_s >= 0:
+            return False
+        self.env.time_out(f"no terminal call within the scenario's timeout_s ({self.scenario.timeout_s:g} s) "
+                          "of the first call")
+        self._seal()
+        return True
+
+    def _why_over(self) -> str:
+        return {"terminal": "a terminal tool ended it", "max_steps": "the step budget is spent",
+                "timeout": "the time budget is spent", "agent_stopped": "the client left before a terminal call",
+                }.get(self.stop_reason or "", str(self.stop_reason))
+
+    def _seal(self, error: str | None = None) -> None:
+        """Seal, grade and (with ``out``) write the ended episode as ``simworld run`` does: its event file, then its
+        result line appended whole. A harness failure becomes the line's ``harness_error`` and is logged, never
+        sent to the client."""
+        scenario, seed, out = self.scenario, self.seed, self.out
+        try:
+            episode: Episode = self.env.episode()
+            if error is not None:
+                episode = attrs.evolve(episode, error=error)
+            self.stop_reason = episode.stop_reason
+            trial = _claim_trial(out / EVENTS, scenario.id, seed) if out is not None else 0
+        except Exception as exc:  # nothing to grade, or nowhere to write: the operator's to see
+            self.seal_error = f"{type(exc).__name__}: {exc}"
+            _log(f"session {self.number}: could not seal or record the episode: {self.seal_error}\n"
+                 f"{traceback.format_exc()}")
+            return
+        try:
+            line = graded_line(scenario, episode, trial=trial)
+        except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
+            line = harness_line(scenario.id, seed, trial, episode.agent, episode,
+                                "while grading: " + describe_exception(exc, frames=True), category=scenario.category)
+        finish_episode(scenario, episode, line, out, trial)
+        if out is not None:
+            try:
+                with ResultsFile(out / RESULTS) as results:
+                    results.append(canonical_bytes(line) + b"\n")
+            except OSError as exc:
+                self.seal_error = f"{type(exc).__name__}: {exc}"
+                _log(f"session {self.number}: could not append the result line to {out / RESULTS}: {exc}")
+        self.result = line
+        where = f"; written to {out}/ as trial {trial}" if out is not None and self.seal_error is None else ""
+        why = f" ({line['error']})" if line.get("error") else ""
+        _log(f"session {self.number}: {scenario.id} seed {seed}: outcome {line['outcome']}, stop "
+             f"{line['stop_reason']}{why}, {'PASS' if line['passed'] else 'FAIL'}, score {line['total']:.2f}{where}")
+
+
+class EpisodeSessions:
+    """The episodes of one served scenario and seed, one per MCP session, keyed by session.
+
+    Each is its own :class:`EpisodeSession` (its own Environment at the seed): sessions share the world's
+    starting state and nothing else. The instructions and tool list are the same for every session.
+    """
+
+    def __init__(self, scenario: Scenario, seed: int, out: Path | None = None,
+                 idle_timeout_s: float | None = None) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.out = out
+        self.idle_timeout_s = idle_timeout_s
+        #: How many sessions have been opened.
+        self.opened = 0
+        self._open: dict[str, EpisodeSession] = {}
+        env = Environment(scenario, seed, agent_name="mcp")
+        env.reset()
+        self.instructions = _instructions(scenario, env)
+        #: The scenario's tool schemas (``name``, ``description``, ``parameters``), in simworld's order.
+        self.tool_schemas = env.tool_schemas
+
+    def open(self, key: str) -> EpisodeSession:
+        """Start the episode of a new session."""
+        session = EpisodeSession(self.scenario, self.seed, self.out, number=self.opened)
+        self.opened += 1
+        self._open[key] = session
+        return session
+
+    def get(self, key: str | None) -> EpisodeSession | None:
+        """The episode of session ``key``, if it is open."""
+        return None if key is None else self._open.get(key)
+
+    def close(self, key: str, why: str) -> None:
+        """Forget session ``key``; an episode it left before a terminal call is recorded with ``why``."""
+        session = self._open.pop(key, None)
+        if session is not None:
+            session.leave(why)
+
+    def close_all(self, why: str) -> None:
+        """Close every open session (the server is stopping)."""
+        for key in list(self._open):
+            self.close(key, why)
+
+    def sweep(self, now: float) -> None:
+        """End what has run out of real time: an episode past its time budget (as ``timeout``), and, with
+        ``idle_timeout_s``, a session that has sent nothing for that long (as left)."""
+        for key, session in list(self._open.items()):
+            session.expire()
+            idle = self.idle_timeout_s
+            if idle is not None and session.in_flight == 0 and now - session.last_active > idle:
+                self.close(key, f"the client left: no request for {idle:g} s")
+
+
+def _build_server(sessions: EpisodeSessions) -> Server[Any]:
+    """The low-level MCP server over ``sessions``: tools, a ``task`` prompt, and the instructions.
+
+    A tool call goes to the episode of the MCP session that sent it: the session named by the HTTP request's
+    ``mcp-session-id`` header, or the stdio transport's one session.
+    """
+    import mcp.types as types
+    from mcp.server import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+
+    tools = []
+    for schema in sessions.tool_schemas:
+        read_only = TOOLS[schema["name"]].kind is Kind.READ
+        tools.append(types.Tool(name=schema["name"], description=schema["description"],
+                                input_schema=schema["parameters"],
+                                annotations=types.ToolAnnotations(read_only_hint=read_only)))
+    prompt = types.Prompt(name="task", description="The billing desk's policy and the customer's request.")
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None,
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        request = ctx.request  # the HTTP request that carried the call; None on stdio
+        session = sessions.get(STDIO if request is None else request.headers.get("mcp-session-id"))
+        if session is None:  # a sessionless (stateless) HTTP request: there is no episode for it to act on
+            return types.CallToolResult(content=[types.TextContent(text=_NO_SESSION)], is_error=True,
+                                        structured_content={"status": "error", "error": "no session"})
+        reply = session.call(params.name, params.arguments)
+        return types.CallToolResult(content=[types.TextContent(text=t) for t in reply.texts],
+                                    structured_content=reply.structured, is_error=reply.is_error)
+
+    async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None,
+                           ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[prompt])
+
+    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams,
+                         ) -> types.GetPromptResult:
+        if params.name != prompt.name:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt {params.name!r}; available: ['task'].")
+        return types.GetPromptResult(description=prompt.description, messages=[
+            types.PromptMessage(role="user", content=types.TextContent(text=sessions.instructions))])
+
+    return Server("simworld", version=simworld_version(), instructions=sessions.instructions,
+                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts,
+                  on_get_prompt=get_prompt)
+
+
+def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str = "stdio", out: Path | None = None,
+          host: str = "127.0.0.1", port: int = 8000, allow_remote: bool = False, token: str | None = None,
+          idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+    """Serve ``scenario`` over MCP, one episode per MCP session, until the client disconnects (stdio) or the
+    server is stopped (http); each episode is graded as it ends and, with ``out``, written as ``simworld run``
+    would.
+
+    Args:
+        scenario: the scenario to serve.
+        seed: the dev seed, or with ``split="holdout"`` the index N of the scenario's N-th holdout seed.
+        split: ``dev`` or ``holdout``; a dev seed in the holdout range, or a negative seed, is refused.
+        transport: ``stdio`` or ``http`` (streamable HTTP at ``http://HOST:PORT/mcp``).
+        out: the directory for ``results.jsonl`` and ``events/``; None grades to stderr only.
+        host, port: where HTTP listens; ``port`` 0 picks a free port (the line on stderr says which).
+        allow_remote: allow a ``host`` that is not loopback (it also needs ``token``).
+        token: a bearer token every HTTP request must carry (``Authorization: Bearer TOKEN``).
+        idle_timeout_s: real seconds an HTTP session may send nothing before its client counts as gone.
+
+    Raises:
+        ServeError: an argument that cannot be served (transport, port, host, token, a busy port).
+        ScenarioError: a seed the split refuses.
+        MissingDependency: the ``mcp`` extra is not installed.
+    """
+    if transport not in TRANSPORTS:
+        raise ServeError(f"--transport {transport!r} is unknown; use one of {', '.join(TRANSPORTS)}.")
+    if transport == "http" and not 0 <= port <= 65535:
+        raise ServeError(f"--port {port} is out of range; use 0 to 65535.")
+    run_seed = effective_seed(scenario.id, seed, split)
+    if transport == "http":
+        check_access(host, allow_remote, token)
+    if out is not None and out.exists() and not out.is_dir():
+        raise ServeError(f"--out {str(out)!r} is a file; give a directory.")
+    try:
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        if transport == "http":
+            import uvicorn
+    except ImportError as exc:
+        raise MissingDependency(_MISSING_MCP, name="mcp") from exc
+
+    sessions = EpisodeSessions(scenario, run_seed, out, idle_timeout_s if transport == "http" else None)
+    server = _build_server(sessions)
+
+    async def sweep_forever() -> None:
+        while True:
+            await anyio.sleep(1.0)
+            sessions.sweep(wall_monotonic())
+
+    async def run_stdio() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sweep_forever)
+            if sys.platform != "win32" and threading.current_thread() is threading.main_thread():
+                tg.start_soon(_stop_on_signal, sessions, tg.cancel_scope)
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+    if transport == "stdio":
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        sessions.open(STDIO)
+        try:
+            anyio.run(run_stdio)
+        except KeyboardInterrupt:
+            sessions.close_all(ENDED_BY_SERVER)
+            raise
+        finally:  # however it ended (EOF, a signal, Ctrl-C, a crash), the episode is recorded
+            sessions.close_all(ENDED_BY_DISCONNECT)
+        return
+
+    sock = bind(host, port)  # before anything is printed or written: a busy port is one error line
+
+    async def run_http() -> None:
+        app = HttpGate(server.streamable_http_app(host=host, session_idle_timeout=idle_timeout_s), sessions, token)
+        # A client holding a stream open must not keep a stopping server (and its unrecorded episodes) waiting.
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+        _log(f"serving one episode per MCP session at http://{_url_host(host)}:{sock.getsockname()[1]}/mcp "
+             "(Ctrl-C to stop)")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sweep_forever)
+            await uvicorn.Server(config).serve(sockets=[sock])
+            tg.cancel_scope.cancel()
+
+    try:
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        anyio.run(run_http)
+    finally:  # the lifespan's shutdown has recorded the open episodes already, unless the loop died first
+        sock.close()
+        sessions.close_all(ENDED_BY_SERVER)
+
+
+async def _stop_on_signal(sessions: EpisodeSessions, scope: Any) -> None:
+    """At SIGTERM or SIGHUP, record the open episodes as the server stopping and cancel ``scope``: a stdio
+    server told to stop still writes its episode (the default action would kill it first)."""
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for _ in signals:
+            sessions.close_all(ENDED_BY_SERVER)
+            scope.cancel()
+            return
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,224 @@
+"""The valid end states of a (scenario, seed), kept so that no run plays the same solutions twice.
+
+A scenario's expected end states depend only on what the scenario says (its solutions,
+target, perturbation, parameters, tools, budget and recovery), the snapshot's bytes, the
+seed and the simworld code that plays them. They are played once and kept:
+
+- in a process cache of the last few hundred (scenario, seed)s, shared by ``run``,
+  ``probe``, ``check`` and every trial of a seed;
+- in a content-addressed cache on disk, one small file per (scenario, seed), named by a
+  hash of those four inputs (the code: simworld's own source and each of the scenario's
+  tools, a tool of your own included). Another run of the same seeds (another agent, another
+  prompt) reads them instead of playing the solutions again. The folder is
+  ``$SIMWORLD_CACHE_DIR`` or ``$XDG_CACHE_HOME/simworld/end-states`` (``~/.cache``
+  when unset); it is safe to delete at any time, and ``--no-cache`` (or
+  ``SIMWORLD_NO_CACHE=1``) bypasses it.
+
+A file holds, per solution, the records its end state changed from the seed's perturbed
+start, as JSON; reading it puts those records back onto that start, so a read end state
+has exactly the overlay a played one has. A scenario built in memory from a snapshot
+with no file behind it (no digest) is never written to disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from simworld._scenario.scenario import Scenario
+from simworld._world.models import json_bytes, record_from_json
+from simworld._world.state import State
+
+__all__ = ["cache_dir", "clear_process_cache", "disk_cache_enabled", "end_states", "set_disk_cache"]
+
+_FORMAT = 1
+_SIZE = 512
+_held: OrderedDict[tuple[int, int], tuple[Scenario, tuple[State, ...], tuple[int, ...]]] = OrderedDict()
+_lock = threading.Lock()
+_disk_enabled: bool | None = None  # None: the environment decides
+_code: str | None = None
+
+
+def set_disk_cache(enabled: bool | None) -> None:
+    """Turn the disk cache on or off for this process (``None``: back to ``SIMWORLD_NO_CACHE``)."""
+    global _disk_enabled
+    _disk_enabled = enabled
+
+
+def disk_cache_enabled() -> bool:
+    """Whether end states are read from and written to disk."""
+    if _disk_enabled is not None:
+        return _disk_enabled
+    return os.environ.get("SIMWORLD_NO_CACHE", "") in ("", "0")
+
+
+def cache_dir() -> Path:
+    """Where the end-state files live."""
+    explicit = os.environ.get("SIMWORLD_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "simworld" / "end-states"
+
+
+def clear_process_cache() -> None:
+    """Forget the end states held in memory (the disk cache is untouched)."""
+    with _lock:
+        _held.clear()
+
+
+def end_states(scenario: Scenario, seed: int, play: Callable[[], tuple[State, ...]]) -> tuple[State, ...]:
+    """The end states of ``scenario``'s solutions at ``seed``: from memory, from disk, or ``play()``-ed.
+
+    ``play`` raises when a solution does not play (wrong ground truth); nothing is kept then.
+    """
+    key = (id(scenario), seed)
+    tools = _tools(scenario)
+    with _lock:
+        held = _held.get(key)
+        if held is not None and held[0] is scenario and held[2] == tools:
+            _held.move_to_end(key)
+            return held[1]
+    path = _file(scenario, seed) if disk_cache_enabled() else None
+    states = _read(path, scenario, seed) if path is not None else None
+    if states is None:
+        states = play()
+        if path is not None:
+            _write(path, scenario, seed, states)
+    with _lock:
+        _held[key] = (scenario, states, tools)
+        while len(_held) > _SIZE:
+            _held.popitem(last=False)
+    return states
+
+
+def _tools(scenario: Scenario) -> tuple[int, ...]:
+    """Which implementation of each of the scenario's tools is registered now (a tool replaced at run time, by a
+    test or a plugin, is another world)."""
+    from simworld._world.tools import TOOLS
+
+    return tuple(id(TOOLS.get(name)) for name in scenario.tools)
+
+
+def _tools_code(scenario: Scenario) -> list[str]:
+    """A hash of each of the scenario's tools' code, wherever it is defined (a tool of your own included)."""
+    from simworld._world.tools import TOOLS
+
+    out = []
+    for name in scenario.tools:
+        tool = TOOLS.get(name)
+        fn = getattr(tool, "fn", None)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            out.append(f"{name}:?")
+            continue
+        h = hashlib.blake2b(repr(getattr(tool, "latency", None)).encode(), digest_size=12)
+        _hash_code(code, h)
+        out.append(f"{name}:{getattr(fn, '__module__', '?')}:{h.hexdigest()}")
+    return out
+
+
+def _hash_code(code: Any, h: Any) -> None:
+    """Feed a code object's instructions, names and constants to ``h``, the same in every process (marshal's
+    bytes are not: they depend on reference counts)."""
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            _hash_code(const, h)
+        elif isinstance(const, frozenset):
+            h.update(repr(sorted(map(repr, const))).encode())
+        else:
+            h.update(repr(const).encode())
+
+
+def _code_digest() -> str:
+    """A hash of the simworld package's own source: a code change (released or not) is a new cache."""
+    global _code
+    if _code is None:
+        h = hashlib.blake2b(digest_size=16)
+        root = Path(__file__).resolve().parents[1]  # the simworld package
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode() + b"\0")
+            h.update(path.read_bytes())
+        _code = h.hexdigest()
+    return _code
+
+
+def _file(scenario: Scenario, seed: int) -> Path | None:
+    """The cache file of (scenario, seed), or None when the scenario's snapshot has no file digest."""
+    if not scenario.snapshot.digest:
+        return None
+    what = {
+        "format": _FORMAT,
+        "code": _code_digest(),
+        "tools": _tools_code(scenario),
+        # The file's digest, and what the snapshot holds in memory (a test or a benchmark may change it there).
+        "snapshot": [scenario.snapshot.digest, f"{scenario.snapshot.base.business_sum:x}",
+                     f"{scenario.snapshot.base.comms_sum:x}", scenario.snapshot.clock.isoformat(),
+                     repr(scenario.snapshot.policy)],
+        "seed": seed,
+        "scenario": {
+            "id": scenario.id, "target": scenario.target, "perturb": scenario.perturb, "params": scenario.params,
+            "tools": list(scenario.tools), "max_steps": scenario.max_steps, "timeout_s": scenario.timeout_s,
+            "solutions": [[[step.tool, step.args] for step in steps] for steps in scenario.solutions],
+            "solution_files": list(scenario.solution_files),
+            "recovery": None if scenario.recovery is None else [scenario.recovery.crash_at_call,
+                                                                scenario.recovery.after_side_effect],
+            "world": scenario.world,
+        },
+    }
+    try:
+        data = orjson.dumps(what, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # something in the scenario that is not JSON: do not guess a key for it
+        return None
+    name = hashlib.blake2b(data, digest_size=20).hexdigest()
+    return cache_dir() / name[:2] / f"{name}.json"
+
+
+def _changed(start: State, end: State) -> list[list[Any]]:
+    """The records ``end`` holds in its overlay that ``start`` does not hold as the same object, in overlay
+    order (the order new records were added is the order a plan lists its payments)."""
+    out = []
+    for (table, rid), record in end.overlay.items():
+        if start.overlay.get((table, rid)) is not record:
+            out.append([table, rid, orjson.Fragment(json_bytes(record))])
+    return out
+
+
+def _write(path: Path, scenario: Scenario, seed: int, states: tuple[State, ...]) -> None:
+    start = scenario.instance(seed).state
+    body = orjson.dumps({"format": _FORMAT, "states": [_changed(start, s) for s in states]})
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with contextlib.suppress(OSError):  # a cache that cannot be written is a cache miss next time, no more
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(body)
+        os.replace(tmp, path)
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
+
+
+def _read(path: Path, scenario: Scenario, seed: int) -> tuple[State, ...] | None:
+    try:
+        data = orjson.loads(path.read_bytes())
+        if data.get("format") != _FORMAT:
+            return None
+        start = scenario.instance(seed).state
+        states = []
+        for changed in data["states"]:
+            state = start
+            for table, rid, record in changed:
+                rebuilt = record_from_json(table, record, f"{path.name}: {table}/{rid}")
+                state = state.put(rebuilt)
+            states.append(state)
+        return tuple(states)
+    except Exception:  # noqa: BLE001 - a damaged or foreign file is a miss: play the solutions again
+        return None

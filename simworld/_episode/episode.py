@@ -1,0 +1,286 @@
+"""One episode stepped through the world, and the sealed Episode it leaves.
+
+The agent receives an :class:`Observation` (the request, the policy text, the tool
+schemas, the result of its previous call, the step and the simulated time) and
+returns ``{"tool": NAME, "args": {...}}`` or None to stop. The loop ends at a
+terminal tool, at the scenario's ``max_steps`` or at its ``timeout_s`` (real
+seconds, read from a clock freezegun does not patch), and seals a read-only
+:class:`Episode` for the graders.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
+
+import attrs
+import orjson
+
+from simworld._scenario.scenario import Scenario
+from simworld._world.actions import plain_action, usage_tokens
+from simworld._world.clock import SimClock, TimeGuard, wall_monotonic
+from simworld._world.events import Event, events_hash
+from simworld._world.policy import PolicyStore
+from simworld._world.state import State
+from simworld._world.tools import TOOLS
+from simworld._world.world import World
+
+__all__ = ["Crash", "Episode", "Observation", "StopReason", "Stepper"]
+
+StopReason = Literal["terminal", "agent_stopped", "max_steps", "timeout", "agent_error", "harness_error"]
+
+
+@attrs.frozen
+class Observation:
+    """What the agent sees at each step.
+
+    After a crash (a scenario's ``recovery`` block), a fresh agent starts with
+    ``resumed=True`` and ``history``: the session's event log so far, each entry
+    ``{"seq", "tool", "args", "status", "result"}``. The world is as it really is,
+    which may include a call the log never recorded.
+    """
+
+    request: str
+    policy: str
+    tools: tuple[dict[str, Any], ...]
+    step: int
+    now: str
+    last_tool: str | None = None
+    last_status: str | None = None
+    last_result: Any = None
+    resumed: bool = False
+    history: tuple[dict[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The observation as JSON values (for subprocess agents and logs)."""
+        return {"request": self.request, "policy": self.policy, "tools": list(self.tools),
+                "step": self.step, "now": self.now, "last_tool": self.last_tool, "last_status": self.last_status,
+                "last_result": self.last_result, "resumed": self.resumed, "history": list(self.history)}
+
+
+@attrs.frozen
+class Crash:
+    """Where an episode's agent died: at its ``at_call``-th call, ``position`` events into the log.
+
+    With ``after_side_effect`` the call's effect landed in the world but the session log
+    lost it: ``lost`` is that call. It is in the episode's events at ``position`` (graders
+    judge what happened) but was never in the history the resumed agent was given.
+    """
+
+    at_call: int
+    after_side_effect: bool
+    position: int
+    lost: Event | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The crash as JSON values, for the event file."""
+        return {"at_call": self.at_call, "after_side_effect": self.after_side_effect, "position": self.position,
+                "lost": self.lost.to_json() if self.lost else None}
+
+
+@attrs.frozen(eq=False)
+class Episode:
+    """A finished episode, read-only: what graders see. Never the agent's messages.
+
+    ``initial_state``, ``final_state`` and ``states`` (the state after each event) are
+    immutable; ``variables`` are the seed's parameters; ``policy`` is the policy store
+    as data; ``target`` names the customer, policy and plan the request is about.
+    """
+
+    scenario: str
+    seed: int
+    agent: str
+    request: str
+    policy_text: str
+    variables: Mapping[str, Any]
+    initial_state: State
+    final_state: State
+    states: tuple[State, ...]
+    events: tuple[Event, ...]
+    outcome: str | None
+    stop_reason: StopReason
+    counters: Mapping[str, int | float]
+    error: str | None = None
+    policy: PolicyStore | None = None
+    target: Mapping[str, str] = attrs.field(factory=dict)
+    crash: Crash | None = None
+    tools: tuple[str, ...] = ()
+
+    @property
+    def events_hash(self) -> str:
+        """Hash of the event log."""
+        return events_hash(self.events)
+
+    @property
+    def state_hash(self) -> str:
+        """Canonical hash of the final state."""
+        return self.final_state.hash
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_bytes(names: tuple[str, ...]) -> bytes:
+    """The JSON schemas of the named tools, serialised once per tool list."""
+    return orjson.dumps([TOOLS[n].schema() for n in names])
+
+
+class Stepper:
+    """One scenario at one seed, stepped one action at a time: ``reset()``, ``step(action)``, ``episode()``.
+
+    Everything an :class:`~simworld._episode.environment.Environment` is but its grading: the
+    solutions whose end states grade an episode are played in a Stepper.
+    """
+
+    def __init__(self, scenario: Scenario, seed: int, *, agent_name: str = "user", guard: TimeGuard | None = None):
+        self.scenario = scenario
+        self.seed = seed
+        self.agent_name = agent_name
+        self.guard = guard
+        self._world: World | None = None
+
+    def reset(self) -> Observation:
+        """Load the snapshot, perturb it from the seed, and return the first observation."""
+        inst = self.scenario.instance(self.seed)
+        clock = SimClock(inst.clock, self.guard)
+        clock.set(inst.clock)
+        tools = {name: TOOLS[name] for name in self.scenario.tools}
+        self._world = World(inst.state, clock, self.scenario.snapshot.policy, tools)
+        self._initial = inst.state
+        self._start = inst.clock
+        self.variables = MappingProxyType(dict(inst.vars))
+        self.request = self.scenario.request(inst.vars)
+        self.policy_text = self.scenario.snapshot.policy.render(inst.vars["currency"])
+        self.tool_schemas = self._fresh_tools()
+        self._steps = 0
+        self._calls = 0
+        self._crash: Crash | None = None
+        self._tokens = {"input_tokens": 0, "output_tokens": 0}
+        self._stop: StopReason | None = None
+        self._error: str | None = None
+        self._began = wall_monotonic()
+        return self._observe(None)
+
+    @property
+    def world(self) -> World:
+        """The live world (after reset)."""
+        if self._world is None:
+            raise RuntimeError("Call reset() before using the environment.")
+        return self._world
+
+    def _observe(self, event: Event | None) -> Observation:
+        w = self.world
+        return Observation(self.request, self.policy_text, self.tool_schemas, self._steps, w.clock.iso(),
+                           event.tool if event else None, event.status if event else None,
+                           event.result if event else None)
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode has ended."""
+        return self._stop is not None
+
+    def step(self, action: Any) -> tuple[Observation, bool]:
+        """Apply one action (``{"tool": NAME, "args": {...}}``, or None to stop).
+
+        The action is checked first (:mod:`simworld._world.actions`): one that is not plain JSON
+        values within the limits (an integer of thousands of digits, a dict that contains
+        itself, a string of megabytes, NaN, a set) is recorded as an ``error`` the agent can
+        read, naming the problem and where, and the episode goes on. Nothing else ever sees it.
+        """
+        if self.done:
+            raise RuntimeError("The episode is over; call episode() to seal it or reset() to start again.")
+        w = self.world
+        plain, problem = plain_action(action)
+        for key, value in usage_tokens(action if problem is not None else plain).items():
+            self._tokens[key] += value  # a refused reply still cost its tokens
+        if problem is not None:
+            self._steps += 1
+            return self._observe(w.refuse(problem)), self._check_end()
+        action = plain
+        stopping = isinstance(action, dict) and action.get("stop") is True and "tool" not in action
+        if action is None or stopping:
+            # None stops; {"stop": true, "usage": {...}} stops too, counting the tokens of the last reply.
+            self._stop = "agent_stopped"
+            return self._observe(None), True
+        self._steps += 1
+        if isinstance(action, dict) and isinstance(action.get("tool"), str):
+            self._calls += 1
+            recovery = self.scenario.recovery
+            if recovery is not None and self._crash is None and self._calls == recovery.crash_at_call:
+                return self._die(action, recovery.after_side_effect), False
+            event = w.call(action["tool"], action.get("args", {}))
+        else:
+            event = w.invalid(action)
+        return self._observe(event), self._check_end()
+
+    def _check_end(self) -> bool:
+        """End the episode at a terminal tool, the step budget or the time budget; whether it has ended."""
+        if self.world.outcome is not None:
+            self._stop = "terminal"
+        elif self._steps >= self.scenario.max_steps:
+            self._stop = "max_steps"
+        elif wall_monotonic() - self._began > self.scenario.timeout_s:
+            self._stop = "timeout"
+        return self.done
+
+    def _die(self, action: dict[str, Any], after_side_effect: bool) -> Observation:
+        """The agent dies making this call: before its effect lands, or after it lands but before the log has it.
+
+        Returns the first observation for a fresh agent over the reloaded session.
+        """
+        w = self.world
+        lost = None
+        position = len(w.events)
+        if after_side_effect:
+            # The durable world keeps the effect (and graders see the call); the session log never recorded it.
+            lost = w.call(action["tool"], action.get("args", {}))
+            if w.outcome is not None:  # a terminal call that landed still ends the episode
+                self._stop = "terminal"
+        self._crash = Crash(self._calls, after_side_effect, position, lost)
+        history = tuple({"seq": e.seq, "tool": e.tool, "args": e.args, "status": e.status, "result": e.result}
+                        for e in w.events[:position])
+        return Observation(self.request, self.policy_text, self._fresh_tools(), self._steps, w.clock.iso(),
+                           resumed=True, history=history)
+
+    def _fresh_tools(self) -> tuple[dict[str, Any], ...]:
+        """The tool schemas as a fresh copy: plain JSON values an agent may serialise (or even mutate) freely."""
+        return tuple(orjson.loads(_schema_bytes(self.scenario.tools)))
+
+    def fail(self, error: str) -> None:
+        """Record that the agent crashed; the episode ends and is kept as errored."""
+        self._stop = "agent_error"
+        self._error = error
+
+    def time_out(self, error: str) -> None:
+        """Record that the agent gave no action within the scenario's ``timeout_s``; the episode ends."""
+        self._stop = "timeout"
+        self._error = error
+
+    def harness_fail(self, error: str) -> None:
+        """Record that simworld (or a user's tool) failed mid-episode; the episode ends and is kept."""
+        self._stop = "harness_error"
+        self._error = error
+
+    @property
+    def remaining_s(self) -> float:
+        """Real seconds left before the scenario's ``timeout_s`` (negative once it has passed)."""
+        return self.scenario.timeout_s - (wall_monotonic() - self._began)
+
+    def episode(self) -> Episode:
+        """Seal the episode: initial and final state, every event, outcome and counters."""
+        w = self.world
+        events = tuple(w.events)
+        counters: dict[str, int | float] = {
+            "steps": self._steps,
+            "tool_calls": sum(1 for e in events if e.kind != "invalid"),
+            "denied_calls": sum(1 for e in events if e.status == "denied"),
+            "error_calls": sum(1 for e in events if e.status == "error"),
+            "input_tokens": self._tokens["input_tokens"],
+            "output_tokens": self._tokens["output_tokens"],
+            "total_tokens": self._tokens["input_tokens"] + self._tokens["output_tokens"],
+            "sim_seconds": round((w.clock.now - self._start).total_seconds(), 3),
+        }
+        return Episode(self.scenario.id, self.seed, self.agent_name, self.request, self.policy_text, self.variables,
+                       self._initial, w.state, tuple(w.states), events, w.outcome, self._stop or "agent_stopped",
+                       MappingProxyType(counters), self._error, self.scenario.snapshot.policy,
+                       MappingProxyType(dict(self.scenario.target)), self._crash, self.scenario.tools)

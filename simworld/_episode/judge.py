@@ -1,0 +1,86 @@
+"""Grading one episode: the end states of the scenario's solutions at its seed, its graders, its result line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from simworld._episode.endstates import end_states
+from simworld._episode.episode import Episode, Stepper
+from simworld._episode.play import play
+from simworld._episode.steps import steps_factory
+from simworld._grading.contract import grade_episode
+from simworld._scenario.scenario import Scenario
+from simworld._world.clock import TimeGuard
+from simworld._world.state import State
+
+__all__ = ["grade", "graded_line", "result_line", "solution_end_states"]
+
+
+def graded_line(scenario: Scenario, episode: Episode, solutions: Sequence[State] | None = None,
+                trial: int = 0) -> dict[str, Any]:
+    """The result line of an episode: graded against every valid end state at its seed.
+
+    ``solutions`` may be passed when already computed for the seed (they are the same for
+    every trial and every agent).
+    """
+    if solutions is None:
+        solutions = solution_end_states(scenario, episode.seed)
+    return {**result_line(episode, grade(scenario, episode, solutions)), "category": scenario.category, "trial": trial}
+
+
+def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> tuple[State, ...]:
+    """The end state of every solution of ``scenario`` at ``seed`` (played once, then kept: see
+    :mod:`simworld._episode.endstates`).
+
+    A solution that does not play to a terminal tool, every call ok, is a
+    BrokenSolutionError (a ScenarioError) naming each such solution file: the ground
+    truth is wrong, and no agent should be graded against it.
+    """
+    return end_states(scenario, seed, lambda: _play_solutions(scenario, seed, guard))
+
+
+def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None) -> tuple[State, ...]:
+    from simworld.errors import BrokenSolutionError
+
+    states = []
+    problems = []
+    for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
+        env = Stepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
+        episode = play(env, steps_factory(steps, name))
+        bad = [e for e in episode.events if e.status != "ok"]
+        if episode.error or episode.outcome is None or bad:
+            why = episode.error or (f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}: "
+                                    f"{bad[0].result}" if bad else f"it stopped with {episode.stop_reason!r}")
+            problems.append((name, why))
+        states.append(episode.final_state)
+    if problems:
+        raise BrokenSolutionError(scenario.path, seed, tuple(problems))
+    return tuple(states)
+
+
+def grade(scenario: Scenario, episode: Episode, solutions: Sequence[State]) -> dict[str, Any]:
+    """Grade an episode with the scenario's graders; a grader that raises is a failed check, never a pass."""
+    ex = scenario.expectations
+    return grade_episode(ex.graders, episode, solutions, ex.weights)
+
+
+def result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
+    """An episode's result fields and its grade. ``harness_error`` is set when the harness, a user's tool or a
+    grader failed (the episode's own error when it ended as ``harness_error``, else the grader's)."""
+    line = {
+        "scenario": episode.scenario,
+        "seed": episode.seed,
+        "agent": episode.agent,
+        "outcome": episode.outcome,
+        "stop_reason": episode.stop_reason,
+        "error": episode.error,
+        **grading,
+        "counters": dict(episode.counters),
+        "state_hash": episode.state_hash,
+        "events_hash": episode.events_hash,
+    }
+    if episode.stop_reason == "harness_error":
+        line["harness_error"] = episode.error
+    line.setdefault("harness_error", None)
+    return line

@@ -1,0 +1,182 @@
+"""Where a run's episodes are played: this process (threads), a pool of processes, or a Ray cluster.
+
+Every executor yields ``(job, line, event_bytes, worker)`` in grid order, as each episode
+is done; the run (one process, :func:`simworld._running.runner.run_suite`) writes the event file
+and then appends the line, so a run directory is the same whichever executor filled
+it, resume and merge work unchanged, and an episode is counted once however often a
+dead worker's task is retried.
+
+- ``workers > 1``: a pool of forked processes on this machine, each with its own
+  simulated-time guard. The suite and the agent are inherited when the pool forks, so
+  nothing is pickled but the (scenario, seed, trial) keys out and the results back. A
+  worker that dies takes its episodes with it; they are played again once in a new
+  pool, and an episode that loses a second worker is recorded as a ``harness_error``.
+- ``ray``: one Ray task per episode, the suite and the agent put in Ray's object store
+  once. Ray retries a task whose worker died (``max_retries``); the result that comes
+  back is the only one written.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from simworld._world.clock import TimeGuard
+
+__all__ = ["Done", "in_processes", "on_ray"]
+
+#: (job, result line, event file bytes or None, worker label)
+Done = tuple[Any, dict[str, Any], bytes | None, str]
+
+# What a forked worker plays: set by the parent just before the pool forks, read by the children.
+_CONTEXT: tuple[Sequence[Any], str, Any, Path | None] | None = None
+_GUARD: TimeGuard | None = None
+_ATTEMPTS = 2
+
+
+def _worker_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _child_start() -> None:
+    """In each forked worker: leave Ctrl-C to the run, and start this process's own simulated-time guard."""
+    global _GUARD
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    TimeGuard._active = None  # the parent's guard, if any, is not this process's
+    _GUARD = TimeGuard()
+    _GUARD.__enter__()
+
+
+def _child_play(index: int) -> tuple[dict[str, Any], bytes | None, str]:
+    from simworld._running.job import play_episode
+
+    assert _CONTEXT is not None, "a worker started without its run"
+    todo, agent_name, agent_factory, out = _CONTEXT
+    line, events = play_episode(todo[index], agent_name, agent_factory, out, _GUARD)
+    return line, events, _worker_label()
+
+
+def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: Path | None,
+                 workers: int) -> Iterator[Done]:
+    """Play ``todo`` on ``workers`` forked processes; yield each episode in grid order as it is done."""
+    import multiprocessing
+
+    from simworld._running.job import harness_line
+    from simworld.errors import SimworldError
+
+    global _CONTEXT
+    if "fork" not in multiprocessing.get_all_start_methods():
+        raise SimworldError(f"--workers {workers} needs processes started by fork, which this platform lacks; "
+                            "use --concurrency or --executor ray.")
+    context = multiprocessing.get_context("fork")
+    _CONTEXT = (todo, agent_name, agent_factory, out)
+    window = 4 * workers
+    attempts = [0] * len(todo)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
+    # None in place of a future: the episode lost its worker too often, and is recorded as such in its turn.
+    pending: deque[tuple[int, Future[tuple[dict[str, Any], bytes | None, str]] | None]] = deque()
+    following = 0  # the next index to submit
+    try:
+        while pending or following < len(todo):
+            while following < len(todo) and len(pending) < window:
+                attempts[following] += 1
+                pending.append((following, pool.submit(_child_play, following)))
+                following += 1
+            index, future = pending.popleft()
+            if future is None:
+                scenario, seed, trial = todo[index]
+                yield todo[index], harness_line(
+                    scenario.id, seed, trial, agent_name, None,
+                    f"while running: the worker process playing it died {attempts[index]} times",
+                    category=scenario.category), None, "lost"
+                continue
+            try:
+                line, events, worker = future.result()
+            except BrokenProcessPool:
+                # A worker died (killed, out of memory): every episode in flight is lost with the pool.
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
+                lost = sorted([index] + [i for i, _ in pending])
+                pending.clear()
+                for i in lost:
+                    if attempts[i] < _ATTEMPTS:
+                        attempts[i] += 1
+                        pending.append((i, pool.submit(_child_play, i)))
+                    else:
+                        pending.append((i, None))
+                continue
+            yield todo[index], line, events, worker
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        _CONTEXT = None
+
+
+def on_ray(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: Path | None, *,
+           address: str | None = None, window: int | None = None, max_retries: int = 3) -> Iterator[Done]:
+    """Play ``todo`` as Ray tasks on the cluster at ``address`` (a local Ray instance when None); yield each
+    episode in grid order as it is done."""
+    from simworld._running.job import harness_line
+    from simworld.errors import SimworldError
+
+    try:
+        import ray
+    except ImportError:
+        raise SimworldError("--executor ray needs Ray: pip install 'simworld[ray]' (on every machine of the "
+                            "cluster too).") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}})
+    try:
+        scenarios = {job[0].id: job[0] for job in todo}
+        shared = ray.put((scenarios, agent_name, agent_factory, None if out is None else str(out)))
+        remote = ray.remote(max_retries=max_retries, retry_exceptions=False)(_ray_play)
+        size = window or max(4, 4 * int(ray.cluster_resources().get("CPU", 1)))
+        pending: deque[tuple[int, Any]] = deque()
+        following = 0
+        while pending or following < len(todo):
+            while following < len(todo) and len(pending) < size:
+                scenario, seed, trial = todo[following]
+                pending.append((following, remote.remote(shared, scenario.id, seed, trial)))
+                following += 1
+            index, ref = pending.popleft()
+            try:
+                line, events, worker = ray.get(ref)
+            except Exception as exc:  # the task failed beyond its retries: the episode is recorded, not lost
+                scenario, seed, trial = todo[index]
+                yield todo[index], harness_line(scenario.id, seed, trial, agent_name, None,
+                                                f"while running on Ray: {type(exc).__name__}: {exc}",
+                                                category=scenario.category), None, "lost"
+                continue
+            yield todo[index], line, events, worker
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+_RAY_GUARD: list[TimeGuard] = []
+_RAY_LOCK = threading.Lock()
+
+
+def _ray_play(shared: Any, scenario_id: str, seed: int, trial: int) -> tuple[dict[str, Any], bytes | None, str]:
+    """One episode in a Ray worker process (which keeps one simulated-time guard for its life)."""
+    from simworld._running.job import play_episode
+
+    scenarios, agent_name, agent_factory, out = shared
+    with _RAY_LOCK:
+        if not _RAY_GUARD:
+            TimeGuard._active = None
+            guard = TimeGuard()
+            guard.__enter__()
+            _RAY_GUARD.append(guard)
+    line, events = play_episode((scenarios[scenario_id], seed, trial), agent_name, agent_factory,
+                                None if out is None else Path(out), _RAY_GUARD[0])
+    return line, events, _worker_label()

@@ -1,0 +1,386 @@
+"""Running agents over a suite: episodes, grading, and what a run writes to disk.
+
+A run directory holds ``results.jsonl`` (one canonical line per episode, no
+wall-clock value), ``events/SCENARIO__seed-N.jsonl`` (each episode's event log)
+and ``run.json`` (versions, arguments and wall time: the only place a wall-clock
+value may appear).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from simworld._episode.deadline import bounded
+from simworld._episode.environment import Environment
+from simworld._episode.episode import Episode
+from simworld._episode.judge import graded_line
+from simworld._episode.play import AgentFactory, play
+from simworld._running.job import Job, run_episode, store_episode
+from simworld._running.rundir import (
+    EVENTS,
+    RESULTS,
+    Key,
+    ResultsFile,
+    Tally,
+    clear_run,
+    holds_run,
+    line_key,
+    read_meta,
+    read_results,
+    redact,
+    replace_bytes,
+    rewrite_in_order,
+    write_meta,
+)
+from simworld._scenario.scenario import Scenario
+from simworld._world.clock import TimeGuard, wall_monotonic, wall_time
+from simworld._world.splits import effective_seed, format_seeds
+from simworld._world.state import canonical_bytes
+from simworld.errors import RunDirError, ScenarioError
+
+__all__ = ["IDENTITY", "RunResult", "grid", "regrade", "run_one", "run_suite", "simworld_version", "suite_digest"]
+
+
+def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Episode, dict[str, Any]]:
+    """Run one episode of ``agent`` (a class or a zero-argument factory) and grade it.
+
+    Returns the sealed episode and its result fields, as ``simworld run`` would write them.
+    """
+    episode = play(Environment(scenario, seed, agent_name=getattr(agent, "__name__", "agent")),
+                   bounded(lambda sc, s, v: agent()))
+    return episode, graded_line(scenario, episode)
+
+
+@attrs.frozen
+class RunResult:
+    """What a run produced: where it was written, its counts, pass^k over trials, and (if kept) every result.
+
+    ``results`` holds every result line in grid order unless the run was asked not to keep
+    them (``keep_results=False``: a long run keeps memory flat and the lines live in
+    ``out/results.jsonl``).
+    """
+
+    results: tuple[dict[str, Any], ...]
+    out: Path | None
+    wall_seconds: float
+    summary: dict[str, Any] = attrs.field(factory=dict)
+    episodes: int = 0
+    passed: int = 0
+    harness_errors: int = 0
+    mean_total: float = 0.0
+    ran: int = 0
+    resumed: int = 0
+
+
+def grid(scenarios: Sequence[Scenario], seeds: Sequence[int], split: str = "dev", trials: int = 1,
+         shard: tuple[int, int] | None = None) -> list[Job]:
+    """The (scenario, seed as run, trial) grid in run order; with ``shard=(i, n)`` only its i-th of n slices.
+
+    Shards are dealt round-robin (job k goes to shard k mod n + 1), so each holds a mix of
+    scenarios and they finish at about the same time.
+    """
+    jobs = [(scenario, effective_seed(scenario.id, seed, split), trial)
+            for scenario in scenarios for seed in seeds for trial in range(trials)]
+    if shard is None:
+        return jobs
+    i, n = shard
+    return jobs[i - 1::n]
+
+
+def suite_digest(scenarios: Sequence[Scenario]) -> str:
+    """A hash of every file of every scenario and of the snapshots they run on: which suite a run used."""
+    h = hashlib.blake2b(digest_size=16)
+    for scenario in scenarios:
+        h.update(f"scenario {scenario.id}\n".encode())
+        for path in sorted(p for p in scenario.path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            h.update(f"{path.relative_to(scenario.path).as_posix()}\n".encode())
+            h.update(hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+        h.update(f"snapshot {scenario.snapshot.name} {scenario.snapshot.digest}\n".encode())
+    return h.hexdigest()
+
+
+#: The run.json fields a resumed run (and every shard of a merge) must share with the run it continues.
+IDENTITY = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds", "split", "trials", "shard",
+            "settings")
+
+
+def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: str, agent_factory: AgentFactory,
+              out: Path | None, *, argv: Sequence[str] = (), split: str = "dev", trials: int = 1,
+              concurrency: int = 1, progress: Callable[..., None] | None = None,
+              shard: tuple[int, int] | None = None, resume: bool = False, overwrite: bool = False,
+              keep_results: bool = True, snapshot: str | None = None,
+              settings: dict[str, Any] | None = None, workers: int = 1, executor: str = "local",
+              ray_address: str | None = None) -> RunResult:
+    """Run ``agent_factory``'s agents over the (scenario, seed, trial) grid; grade; write to ``out`` as it goes.
+
+    Each episode's event file and then its result line are on disk as soon as it is graded,
+    so a run killed at any instant keeps every episode it finished. ``resume`` continues
+    the run already in ``out`` (refused when its suite, agent or arguments differ) and
+    runs only the episodes it lacks; without ``resume`` or ``overwrite`` a directory that
+    already holds a run is refused. Anything that goes wrong inside one episode (the
+    agent, a tool, a grader, writing its files) is recorded in that episode's line and
+    the run goes on.
+
+    With ``concurrency`` > 1 episodes run on that many threads (for agents that wait on the
+    network); lines are still written in grid order and are the same, since each episode
+    depends only on its agent's actions. freezegun is process-wide, so concurrent runs do
+    not show simulated time to foreign code.
+
+    With ``workers`` > 1 episodes run on that many forked processes (CPU-bound agents: every
+    core), and with ``executor="ray"`` as Ray tasks on the cluster at ``ray_address`` (a local
+    Ray instance when None); either way the run directory is byte for byte the one a single
+    process writes (see :mod:`simworld._running.executors`).
+
+    ``progress(done, total, label, passed)`` is called before each episode and at the end; with
+    workers or Ray, after each episode, with ``workers=`` the episodes each worker (host:pid) played.
+    ``settings`` are other arguments that shape the results (an endpoint's URL): recorded in
+    run.json and, like the agent and the seeds, required to match on ``resume``.
+    """
+    if trials < 1 or concurrency < 1 or workers < 1:
+        raise ScenarioError(f"--trials {trials}, --concurrency {concurrency} and --workers {workers} must each be at "
+                            "least 1.")
+    if executor not in ("local", "ray"):
+        raise ScenarioError(f"--executor {executor!r}: expected local or ray.")
+    if concurrency > 1 and (workers > 1 or executor == "ray"):
+        raise ScenarioError(f"--concurrency {concurrency} runs threads in this process; it does not combine with "
+                            "--workers or --executor ray, which run processes: give one.")
+    if ray_address is not None and executor != "ray":
+        raise ScenarioError("--ray-address needs --executor ray.")
+    if not scenarios:
+        raise ScenarioError("No scenarios to run: the suite is empty; pass --suite DIR with one folder per scenario.")
+    if resume and overwrite:
+        raise RunDirError("--resume and --overwrite contradict each other; give one.")
+    if shard is not None and not (isinstance(shard, tuple) and len(shard) == 2 and 1 <= shard[0] <= shard[1]):
+        raise ScenarioError(f"--shard {shard!r}: expected I/N with 1 <= I <= N, e.g. 1/4.")
+    began, began_epoch = wall_monotonic(), wall_time()
+    jobs = grid(scenarios, seeds, split, trials, shard)
+    meta: dict[str, Any] = {
+        "status": "running",
+        "simworld": simworld_version(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "argv": redact(list(argv) or sys.argv[1:]),
+        "agent": agent_name,
+        "scenarios": [s.id for s in scenarios],
+        "suite_digest": suite_digest(scenarios),
+        "snapshot": snapshot,
+        "seeds": list(seeds),
+        "split": split,
+        "trials": trials,
+        "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+        "settings": redact(dict(settings or {})),
+        "episodes_planned": len(jobs),
+        "concurrency": concurrency,
+        "workers": workers,
+        "executor": executor,
+        "started_at_epoch": round(began_epoch, 3),
+    }
+    tally = Tally()
+    kept: list[dict[str, Any]] = []
+    done_keys: set[Key] = set()
+    results_file: ResultsFile | None = None
+    if out is not None:
+        prior = _claim(out, meta, resume, overwrite)
+        if prior is not None:
+            meta["started_at_epoch"] = prior.get("started_at_epoch", meta["started_at_epoch"])
+            meta["resumes"] = int(prior.get("resumes", 0)) + 1
+        (out / EVENTS).mkdir(parents=True, exist_ok=True)
+        results_file = ResultsFile(out / RESULTS)  # cuts off a line a kill left half written
+        for line in read_results(out / RESULTS):
+            key = line_key(line)
+            if key not in done_keys:
+                done_keys.add(key)
+                tally.add(line)
+        write_meta(out, meta)
+    todo = [job for job in jobs if (job[0].id, job[1], job[2]) not in done_keys] if done_keys else jobs
+    resumed = tally.episodes
+    total = len(jobs)
+    lock = threading.Lock()
+
+    def one(job: Job, guard: TimeGuard | None) -> dict[str, Any]:
+        if progress:
+            with lock:
+                progress(tally.episodes, total, _label(job, trials), tally.passed)
+        return run_episode(job, agent_name, agent_factory, out, guard)
+
+    seen: dict[str, int] = {}  # episodes per worker process (host:pid), with --workers or Ray
+
+    def stored(done: Iterator[tuple[Job, dict[str, Any], bytes | None, str]]) -> None:
+        for job, line, events, worker in done:
+            store_episode(out, job[0].id, job[1], job[2], line, events)
+            _record(line, results_file, tally, kept if keep_results else None, lock)
+            seen[worker] = seen.get(worker, 0) + 1
+            if progress:
+                progress(tally.episodes, total, f"{_label(job, trials)} [{worker}; {len(seen)} workers]", tally.passed,
+                         workers=seen)
+
+    try:
+        if executor == "ray":
+            from simworld._running.executors import on_ray
+
+            stored(on_ray(todo, agent_name, agent_factory, out, address=ray_address))
+        elif workers > 1:
+            from simworld._running.executors import in_processes
+
+            stored(in_processes(todo, agent_name, agent_factory, out, workers))
+        elif concurrency == 1:
+            with TimeGuard() as guard:
+                for line in (one(job, guard) for job in todo):
+                    _record(line, results_file, tally, kept if keep_results else None, lock)
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                for line in _in_order(pool, lambda job: one(job, None), todo, 4 * concurrency):
+                    _record(line, results_file, tally, kept if keep_results else None, lock)
+    except KeyboardInterrupt:
+        if out is not None:  # every graded episode is on disk; say so where a reader looks
+            write_meta(out, {**meta, "status": "interrupted", "episodes": tally.episodes})
+        raise
+    finally:
+        if results_file is not None:
+            results_file.close()
+    if progress:
+        progress(tally.episodes, total, "done", tally.passed)
+    wall = wall_monotonic() - began
+    summary = tally.summary(trials)
+    if out is not None:
+        if resumed:
+            # Lines from before the interruption came first: put the whole file in grid order.
+            rewrite_in_order(out / RESULTS, ((s.id, seed, trial) for s, seed, trial in jobs))
+            if keep_results:
+                kept = list(read_results(out / RESULTS))
+        complete = tally.episodes >= total
+        meta.update({
+            "status": "complete" if complete else "incomplete",
+            "episodes": tally.episodes,
+            "passed": tally.passed,
+            "harness_errors": tally.harness_errors,
+            "mean_total": tally.mean_total,
+            **summary,
+            **({"workers_seen": dict(sorted(seen.items()))} if seen else {}),
+            "wall_seconds": round(wall, 4),
+        })
+        write_meta(out, meta)
+    return RunResult(tuple(kept), out, wall, summary, tally.episodes, tally.passed, tally.harness_errors,
+                     tally.mean_total, tally.episodes - resumed, resumed)
+
+
+def _label(job: Job, trials: int) -> str:
+    scenario, seed, trial = job
+    return f"{scenario.id} seed {seed}" + (f" trial {trial}" if trials > 1 else "")
+
+
+def _record(line: dict[str, Any], results_file: ResultsFile | None, tally: Tally,
+            kept: list[dict[str, Any]] | None, lock: threading.Lock) -> None:
+    if results_file is not None:
+        results_file.append(canonical_bytes(line) + b"\n")
+    with lock:
+        tally.add(line)
+    if kept is not None:
+        kept.append(line)
+
+
+def _in_order(pool: ThreadPoolExecutor, fn: Callable[[Job], dict[str, Any]], jobs: Sequence[Job],
+              window: int) -> Iterator[dict[str, Any]]:
+    """``fn`` over ``jobs`` on ``pool``, yielded in job order, with at most ``window`` in flight."""
+    pending: deque[Future[dict[str, Any]]] = deque()
+    for job in jobs:
+        pending.append(pool.submit(fn, job))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def _claim(out: Path, meta: dict[str, Any], resume: bool, overwrite: bool) -> dict[str, Any] | None:
+    """Make ``out`` ready for this run; return the run.json of the run being resumed, if any."""
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"--out {str(out)!r} is a file; give a directory.")
+    if not holds_run(out):
+        return None
+    if overwrite:
+        clear_run(out)
+        return None
+    if not resume:
+        raise RunDirError(f"--out {str(out)!r} already holds a run; add --resume to continue it, --overwrite to "
+                          "replace it, or give another --out.")
+    prior = read_meta(out)
+    if prior is None:
+        raise RunDirError(f"--resume: {str(out)!r} has results but no run.json, so what it ran is unknown; "
+                          "use --overwrite or another --out.")
+    differ = [name for name in IDENTITY if prior.get(name) != meta.get(name)]
+    if differ:
+        name = differ[0]
+        raise RunDirError(f"--resume: the run in {str(out)!r} was made with {name} {_shown(prior.get(name))}, "
+                          f"this command has {_shown(meta.get(name))}" + (f" (and {len(differ) - 1} more difference(s):"
+                          f" {', '.join(differ[1:])})" if len(differ) > 1 else "")
+                          + "; resume with the same arguments, or use --overwrite or another --out.")
+    return prior
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list) and len(value) > 6:
+        if all(isinstance(v, int) for v in value):
+            return repr(format_seeds(value))
+        return repr(value[:6])[:-1] + f", ... ({len(value)} in all)]"
+    return repr(value)
+
+
+def regrade(run_dir: Path, scenarios: Sequence[Scenario], out: Path) -> list[dict[str, Any]]:
+    """Grade every event log under ``run_dir/events`` again, without the agent; write result lines to ``out``."""
+    from simworld._episode.replay import rebuild
+    from simworld._world.events import read_events
+
+    events_dir = run_dir / EVENTS
+    if not events_dir.is_dir():
+        raise ScenarioError(f"{run_dir}: no events/ directory; pass a directory written by simworld run.")
+    by_id = {s.id: s for s in scenarios}
+    order = {s.id: i for i, s in enumerate(scenarios)}
+    logs = []
+    for path in events_dir.glob("*.jsonl"):  # headers only: the logs are read one at a time below
+        header = _header(path)
+        logs.append(((order.get(str(header.get("scenario")), len(order)), int(header.get("seed", -1)),
+                      int(header.get("trial", 0))), path))
+    results = []
+    for _key, path in sorted(logs):
+        log = read_events(path)
+        episode, _ = rebuild(path, by_id, log)
+        line = {**graded_line(by_id[episode.scenario], episode, trial=int(log.header.get("trial", 0))),
+                "hook_errors": []}
+        results.append(line)
+    replace_bytes(out, b"".join(canonical_bytes(r) + b"\n" for r in results))
+    return results
+
+
+def _header(path: Path) -> dict[str, Any]:
+    from simworld.errors import ReplayError
+
+    with path.open("rb") as f:
+        first = f.readline()
+    try:
+        header = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("record") != "header":
+        raise ReplayError(f"{path.name}:1: not an event file header; was it written by simworld run?")
+    return header
+
+
+def simworld_version() -> str:
+    """The installed simworld version (``0+unknown`` from a source tree without metadata)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("simworld")
+    except PackageNotFoundError:
+        return "0+unknown"

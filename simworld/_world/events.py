@@ -1,0 +1,140 @@
+"""The event log: one record per tool call, written as JSON lines.
+
+An event file starts with a header line (scenario, seed, snapshot, initial state
+hash), has one line per call (seq, simulated time, tool, args, result, status,
+latency) and ends with a footer (outcome, stop reason, counters, final state hash).
+If the agent crashed (a recovery scenario), a crash record sits where it died,
+carrying the call whose effect landed but which the session log lost, if any. Every
+line is canonical JSON (sorted keys) so the same episode writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import orjson
+
+from simworld._world.state import canonical_bytes
+from simworld.errors import ReplayError
+
+__all__ = ["Event", "EventFile", "Status", "events_hash", "read_events", "write_events"]
+
+Status = Literal["ok", "error", "denied"]
+
+
+@attrs.frozen
+class Event:
+    """One tool call: what was asked, what came back, and when in simulated time."""
+
+    seq: int
+    at: str
+    tool: str
+    args: Any
+    result: Any
+    status: Status
+    latency: float
+    kind: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as JSON values, tagged ``"record": "event"``."""
+        return {"record": "event", "seq": self.seq, "at": self.at, "tool": self.tool, "kind": self.kind,
+                "args": self.args, "result": self.result, "status": self.status, "latency": self.latency}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Event:
+        """Rebuild an event from its JSON line."""
+        return cls(data["seq"], data["at"], data["tool"], data["args"], data["result"], data["status"],
+                   data["latency"], data["kind"])
+
+
+def _lines(header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
+           crash: dict[str, Any] | None) -> bytes:
+    out = [canonical_bytes({"record": "header", **header})]
+    listed = list(events)
+    for i in range(len(listed) + 1):
+        if crash is not None and crash["position"] == i:
+            out.append(canonical_bytes({"record": "crash", **crash}))
+        if i < len(listed):
+            out.append(canonical_bytes(listed[i].to_json()))
+    out.append(canonical_bytes({"record": "footer", **footer}))
+    return b"\n".join(out) + b"\n"
+
+
+def events_hash(events: Iterable[Event]) -> str:
+    """A hash of the events alone (not header or footer), in order."""
+    h = hashlib.blake2b(digest_size=16)
+    for e in events:
+        h.update(canonical_bytes(e.to_json()))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def write_events(path: Path, header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
+                 crash: dict[str, Any] | None = None) -> None:
+    """Write an episode's event file atomically; a crash record, if any, sits where the agent died."""
+    write_atomic(path, event_file_bytes(header, events, footer, crash))
+
+
+def event_file_bytes(header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
+                     crash: dict[str, Any] | None = None) -> bytes:
+    """An episode's event file, as bytes (a worker on another machine sends these back to the run)."""
+    return _lines(header, events, footer, crash)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: a kill never leaves half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+@attrs.frozen
+class EventFile:
+    """A parsed event file."""
+
+    header: dict[str, Any]
+    events: tuple[Event, ...]
+    footer: dict[str, Any]
+    crash: dict[str, Any] | None = None
+
+
+def read_events(path: Path) -> EventFile:
+    """Parse an event file, naming the line of any problem."""
+    try:
+        raw = path.read_bytes().splitlines()
+    except OSError:
+        raise ReplayError(f"Event file {str(path)!r} not found.") from None
+    header: dict[str, Any] | None = None
+    footer: dict[str, Any] = {}
+    crash: dict[str, Any] | None = None
+    events: list[Event] = []
+    for n, line in enumerate(raw, 1):
+        if not line.strip():
+            continue
+        try:
+            data = orjson.loads(line)
+            record = data.pop("record")
+            if record == "header":
+                header = data
+            elif record == "footer":
+                footer = data
+            elif record == "event":
+                events.append(Event.from_json(data))
+            elif record == "crash":
+                if data.get("lost") is not None:
+                    lost = dict(data["lost"])
+                    lost.pop("record", None)
+                    data["lost"] = Event.from_json(lost)
+                crash = data
+            else:
+                raise KeyError(record)
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise ReplayError(f"{path.name}:{n}: not an event line ({type(exc).__name__}: {exc}).") from None
+    if header is None:
+        raise ReplayError(f"{path.name}: no header line; an event file starts with {{\"record\": \"header\", ...}}.")
+    return EventFile(header, tuple(events), footer, crash)

@@ -1,0 +1,357 @@
+"""The world's entities as frozen attrs records, and their canonical JSON form.
+
+Records are values: a change makes a new record (``attrs.evolve``) that the
+state stores in place of the old one. Money is :class:`~simworld._world.money.Money`
+in memory and a decimal string in JSON; dates are ``date`` in memory and ISO in
+JSON. A record that holds money carries its currency (an instalment inherits its
+plan's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime
+from typing import Any, ClassVar, Literal, TypeVar
+
+import attrs
+import orjson
+
+from simworld._world.clock import format_instant, parse_instant
+from simworld._world.dates import parse_date
+from simworld._world.money import Money
+from simworld.errors import SnapshotError
+
+__all__ = [
+    "BUSINESS_TABLES",
+    "COMMS_TABLES",
+    "MODELS",
+    "TABLES",
+    "Credit",
+    "Customer",
+    "Decline",
+    "Escalation",
+    "Fee",
+    "InfoRequest",
+    "Instalment",
+    "Message",
+    "Payment",
+    "Plan",
+    "Policy",
+    "PremiumChange",
+    "Record",
+    "canonical_json",
+    "json_bytes",
+    "memo",
+    "record_from_json",
+    "to_json",
+]
+
+T = TypeVar("T")
+
+InstalmentStatus = Literal["planned", "due", "overdue", "paid", "partially_paid", "waived", "cancelled"]
+#: Statuses whose instalment is still owed and may be rescheduled.
+UNPAID = frozenset({"planned", "due", "overdue"})
+#: Statuses that no call may change (enforced by the system).
+LOCKED = frozenset({"paid", "partially_paid"})
+INSTALMENT_STATUSES = ("planned", "due", "overdue", "paid", "partially_paid", "waived", "cancelled")
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Customer:
+    """A customer; ``notes`` is their own free text: data, never instructions."""
+
+    table: ClassVar[str] = "customers"
+    id: str
+    name: str
+    email: str
+    verified: bool
+    timezone: str
+    notes: str = ""
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Policy:
+    """An insurance policy with an annual premium payable by a plan."""
+
+    table: ClassVar[str] = "policies"
+    id: str
+    customer_id: str
+    product: str
+    currency: str
+    term_start: date
+    term_end: date
+    annual_premium: Money
+    status: Literal["active", "cancelled"] = "active"
+    proration: str = "act/term"
+    cancelled_on: date | None = None
+    refund: Money | None = None
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Instalment:
+    """One scheduled payment of a plan; ``draft_date`` is the business-day collection date."""
+
+    id: str
+    seq: int
+    due_date: date
+    amount: Money
+    paid_amount: Money
+    status: InstalmentStatus
+    draft_date: date
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Plan:
+    """An instalment plan of a policy; its instalments are ordered by ``seq``."""
+
+    table: ClassVar[str] = "plans"
+    id: str
+    policy_id: str
+    currency: str
+    anchor_day: int
+    periodicity: Literal["monthly"]
+    remainder: Literal["first", "last", "either"]
+    instalments: tuple[Instalment, ...]
+    due_day_changes: int = 0
+    deferrals: int = 0
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Payment:
+    """Money received on a plan; ``allocations`` maps instalment seq to amount applied."""
+
+    table: ClassVar[str] = "payments"
+    id: str
+    plan_id: str
+    currency: str
+    amount: Money
+    received_on: date
+    idempotency_key: str
+    allocations: tuple[tuple[int, Money], ...] = ()
+    unapplied: Money | None = None
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Fee:
+    """A late or change fee on a plan."""
+
+    table: ClassVar[str] = "fees"
+    id: str
+    plan_id: str
+    currency: str
+    kind: Literal["late", "change"]
+    amount: Money
+    status: Literal["open", "paid", "waived"]
+    charged_on: date
+    waived_on: date | None = None
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Credit:
+    """Unapplied money on a plan (an overpayment or a premium decrease); a negative one records credit used."""
+
+    table: ClassVar[str] = "credits"
+    id: str
+    plan_id: str
+    currency: str
+    amount: Money
+    reason: str
+
+    @property
+    def granted(self) -> bool:
+        """Whether a schedule (set_schedule) granted this credit, or used credit (negative), not a payment's excess."""
+        return self.id.startswith(f"cr-{self.plan_id}-schedule-")
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class PremiumChange:
+    """A change of a policy's annual premium from an effective date."""
+
+    table: ClassVar[str] = "premium_changes"
+    id: str
+    policy_id: str
+    currency: str
+    old_premium: Money
+    new_premium: Money
+    effective_date: date
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Message:
+    """A message the agent sent to a customer."""
+
+    table: ClassVar[str] = "messages"
+    id: str
+    customer_id: str
+    subject: str
+    body: str
+    sent_at: datetime
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Escalation:
+    """A hand-off to a human, with the agent's reason."""
+
+    table: ClassVar[str] = "escalations"
+    id: str
+    customer_id: str
+    reason: str
+    at: datetime
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class Decline:
+    """A request the agent turned down, with the reason it gave the customer."""
+
+    table: ClassVar[str] = "declines"
+    id: str
+    customer_id: str
+    reason: str
+    at: datetime
+
+
+@attrs.frozen(slots=False)  # a __dict__ holds the cached JSON (see json_bytes)
+class InfoRequest:
+    """A question the agent put back to the customer."""
+
+    table: ClassVar[str] = "info_requests"
+    id: str
+    customer_id: str
+    question: str
+    at: datetime
+
+
+Record = (Customer | Policy | Plan | Payment | Fee | Credit | PremiumChange | Message | Escalation | InfoRequest
+          | Decline)
+
+MODELS: dict[str, type[Any]] = {
+    m.table: m
+    for m in (Customer, Policy, Plan, Payment, Fee, Credit, PremiumChange, Message, Escalation, InfoRequest, Decline)
+}
+#: Tables whose contents are the business state (what a terminal outcome other than act must leave unchanged).
+BUSINESS_TABLES = ("customers", "policies", "plans", "payments", "fees", "credits", "premium_changes")
+#: Tables of what the agent said and to whom.
+COMMS_TABLES = ("messages", "escalations", "info_requests", "declines")
+TABLES = BUSINESS_TABLES + COMMS_TABLES
+
+for _cls in (*MODELS.values(), Instalment):
+    attrs.resolve_types(_cls)
+
+
+#: Each record class's field names, in declaration order.
+_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _names(cls: type[Any]) -> tuple[str, ...]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
+    return names
+
+
+def _dump(value: Any, canonical: bool) -> Any:
+    """One field's JSON value; a record inside a record is its own (cached) bytes, embedded as they are."""
+    kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value
+    real_date, real_datetime = _REAL_DATE_TYPES
+    if kind is Money:
+        return str(value)
+    if kind is real_datetime or (kind is not real_date and isinstance(value, real_datetime)):
+        return format_instant(value)
+    if kind is real_date or isinstance(value, real_date):
+        return value.isoformat()
+    if kind is tuple:
+        return [_dump(v, canonical) for v in value]
+    if attrs.has(kind):
+        return orjson.Fragment(canonical_json(value) if canonical else json_bytes(value))
+    return value
+
+
+def json_bytes(record: Any) -> bytes:
+    """The record's JSON (fields in declaration order) as bytes, computed once per record.
+
+    Records are immutable, so the bytes are kept on the record; a change makes a new
+    record (``attrs.evolve``) with none.
+    """
+    return memo(record, "_json_bytes",
+                lambda r: orjson.dumps({name: _dump(getattr(r, name), False) for name in _names(type(r))}))
+
+
+def canonical_json(record: Any) -> bytes:
+    """The record's canonical JSON (keys sorted at every level, no whitespace) as bytes, computed once per record:
+    what its digest is taken of."""
+    return memo(record, "_canonical_json",
+                lambda r: orjson.dumps({name: _dump(getattr(r, name), True) for name in _names(type(r))},
+                                       option=orjson.OPT_SORT_KEYS))
+
+
+def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:
+    """``compute(record)``, computed once per record and ``key``: records are immutable, so anything derived
+    from one alone (its JSON, its digest, the figures it shows) can be kept on it."""
+    cache = record.__dict__
+    try:
+        return cache[key]
+    except KeyError:
+        value = compute(record)
+        object.__setattr__(record, key, value)
+        return value
+
+
+def to_json(record: Any) -> dict[str, Any]:
+    """Return the record as plain JSON values (money as strings, dates as ISO): a fresh dict, the caller's own."""
+    return orjson.loads(json_bytes(record))
+
+
+# The real classes, held in a tuple: freezegun swaps a module's ``date`` and ``datetime`` attributes for
+# its fakes while it runs (so ``kind is date`` would fail under a TimeGuard), but never looks inside containers.
+_REAL_DATE_TYPES = (date, datetime)
+
+
+def _load(kind: Any, value: Any, currency: str | None, where: str) -> Any:
+    if value is None:
+        return None
+    real_date, real_datetime = _REAL_DATE_TYPES
+    if kind is Money or kind == Money | None:
+        if currency is None:
+            raise SnapshotError(f"{where}: an amount needs a currency on its record.")
+        return Money.parse(value, currency, name=where)
+    if kind is real_date or kind == real_date | None:
+        return parse_date(value, name=where)
+    if kind is real_datetime or kind == real_datetime | None:
+        return parse_instant(value)
+    if kind == tuple[Instalment, ...]:
+        return tuple(_from_json(Instalment, item, currency, f"{where}[{i}]") for i, item in enumerate(value))
+    if kind == tuple[tuple[int, Money], ...]:
+        return tuple((int(seq), Money.parse(amount, currency or "", name=where)) for seq, amount in value)
+    return value
+
+
+def _from_json(cls: type[Any], data: Any, currency: str | None, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise SnapshotError(f"{where}: expected an object but got {data!r}.")
+    fields = {f.name: f for f in attrs.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise SnapshotError(f"{where}: unknown keys {unknown!r}; allowed: {sorted(fields)!r}.")
+    currency = data.get("currency", currency)
+    kwargs = {}
+    for name, f in fields.items():
+        if name not in data:
+            if f.default is attrs.NOTHING:
+                raise SnapshotError(f"{where}: missing key {name!r}.")
+            continue
+        kwargs[name] = _load(f.type, data[name], currency, f"{where}.{name}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise SnapshotError(f"{where}: {exc}") from None
+
+
+def record_from_json(table: str, data: Any, where: str = "") -> Any:
+    """Build the record of ``table`` from its JSON form, naming ``where`` in errors."""
+    try:
+        cls = MODELS[table]
+    except KeyError:
+        raise SnapshotError(f"{where}: unknown table {table!r}; allowed: {sorted(MODELS)!r}.") from None
+    return _from_json(cls, data, None, where or table)

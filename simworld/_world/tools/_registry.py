@@ -1,0 +1,203 @@
+"""The tool decorator: a typed signature and a docstring become the tool's JSON schema.
+
+One source of truth per tool. ``@tool(READ, latency=0.2)`` reads the function's
+type hints and its Google-style docstring once, at import, and builds both the
+JSON schema the agent is shown (and that MCP and the training exports reuse) and
+the validator that turns a bad argument into an error result the agent can read.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from typing import Any, Literal, NewType, get_args, get_origin
+
+import attrs
+
+from simworld._world.money import AMOUNT_PATTERN
+from simworld.errors import ToolArgumentError
+
+__all__ = ["Amount", "IsoDate", "Kind", "Tool", "tool"]
+
+#: A money amount: a decimal string such as "333.34" in the language of ``simworld._world.money.AMOUNT_PATTERN``
+#: (a JSON number is read through its shortest decimal text, where a double holds it exactly).
+Amount = NewType("Amount", str)
+#: A calendar date as ISO "YYYY-MM-DD".
+IsoDate = NewType("IsoDate", str)
+
+
+class Kind(enum.Enum):
+    """What a tool does to the world."""
+
+    READ = "read"
+    WRITE = "write"
+    TERMINAL = "terminal"
+
+
+_MISSING = object()
+
+
+def _schema_of(hint: Any, where: str) -> dict[str, Any]:
+    if hint is Amount:
+        return {"type": "string", "description": "A decimal amount in the plan's currency, e.g. '333.34'.",
+                "pattern": AMOUNT_PATTERN}
+    if hint is IsoDate:
+        return {"type": "string", "format": "date", "description": "A date as YYYY-MM-DD."}
+    if hint is str:
+        return {"type": "string"}
+    if hint is bool:
+        return {"type": "boolean"}
+    if hint is int:
+        return {"type": "integer"}
+    origin = get_origin(hint)
+    if origin is Literal:
+        values = list(get_args(hint))
+        return {"type": "string", "enum": values}
+    if origin is list:
+        (item,) = get_args(hint)
+        return {"type": "array", "items": _schema_of(item, where)}
+    if typing.is_typeddict(hint):
+        hints = typing.get_type_hints(hint)
+        return {"type": "object", "properties": {k: _schema_of(v, f"{where}.{k}") for k, v in hints.items()},
+                "required": sorted(hint.__required_keys__), "additionalProperties": False}
+    raise TypeError(f"{where}: no JSON schema for type {hint!r}")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its description and its Args: entries."""
+    text = inspect.cleandoc(doc or "")
+    parts = re.split(r"^Args:\s*$", text, maxsplit=1, flags=re.M)
+    description = parts[0].strip()
+    params: dict[str, str] = {}
+    if len(parts) == 2:
+        body = re.split(r"^\w[\w ]*:\s*$", parts[1], maxsplit=1, flags=re.M)[0]
+        current = None
+        for line in body.splitlines():
+            m = re.match(r"^\s{0,8}(\w+):\s*(.*)$", line)
+            if m and (current is None or not line.startswith(" " * 8)):
+                current = m.group(1)
+                params[current] = m.group(2).strip()
+            elif current and line.strip():
+                params[current] += " " + line.strip()
+    return " ".join(description.split()), params
+
+
+@attrs.frozen(eq=False)
+class Tool:
+    """A tool: its name, kind, simulated latency, schema and implementation."""
+
+    name: str
+    kind: Kind
+    latency: float
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., dict[str, Any]]
+    hints: dict[str, Any]
+    defaults: dict[str, Any]
+
+    def schema(self) -> dict[str, Any]:
+        """The tool's JSON schema in the common function-calling shape."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def bind(self, args: Any) -> dict[str, Any]:
+        """Check ``args`` against the signature; return keyword arguments or raise ToolArgumentError."""
+        if not isinstance(args, dict):
+            raise ToolArgumentError(f"{self.name}: expected args as a JSON object but got {args!r}.")
+        unknown = sorted(set(args) - set(self.hints))
+        if unknown:
+            raise ToolArgumentError(f"{self.name}: unknown argument(s) {unknown!r}; allowed: {sorted(self.hints)!r}.")
+        bound: dict[str, Any] = {}
+        for name, hint in self.hints.items():
+            if name not in args:
+                if name in self.defaults:
+                    bound[name] = self.defaults[name]
+                    continue
+                raise ToolArgumentError(f"{self.name}: missing required argument {name!r}.")
+            bound[name] = _check(args[name], hint, f"{self.name}: {name}")
+        return bound
+
+
+def _check(value: Any, hint: Any, where: str) -> Any:
+    if hint is Amount:
+        # Money is parsed against the plan's currency inside the tool; here only the shape.
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ToolArgumentError(f"{where}: expected a decimal amount such as '12.34' but got {value!r}.")
+        return value
+    if hint in (str, IsoDate):
+        if not isinstance(value, str):
+            raise ToolArgumentError(f"{where}: expected a string but got {value!r} (type={type(value).__name__}).")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ToolArgumentError(f"{where}: expected true or false but got {value!r}.")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ToolArgumentError(f"{where}: expected an integer but got {value!r} (type={type(value).__name__}).")
+        return value
+    origin = get_origin(hint)
+    if origin is Literal:
+        allowed = get_args(hint)
+        if value not in allowed:
+            raise ToolArgumentError(f"{where}: expected one of {list(allowed)!r} but got {value!r}.")
+        return value
+    if origin is list:
+        (item,) = get_args(hint)
+        if not isinstance(value, list):
+            raise ToolArgumentError(f"{where}: expected a list but got {value!r}.")
+        return [_check(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if typing.is_typeddict(hint):
+        if not isinstance(value, dict):
+            raise ToolArgumentError(f"{where}: expected an object but got {value!r}.")
+        hints = _typed_dict_hints(hint)
+        unknown = sorted(set(value) - set(hints))
+        if unknown:
+            raise ToolArgumentError(f"{where}: unknown key(s) {unknown!r}; allowed: {sorted(hints)!r}.")
+        missing = sorted(hint.__required_keys__ - set(value))
+        if missing:
+            raise ToolArgumentError(f"{where}: missing key(s) {missing!r}.")
+        return {k: _check(v, hints[k], f"{where}.{k}") for k, v in value.items()}
+    raise TypeError(f"{where}: unsupported type {hint!r}")  # pragma: no cover - caught at import
+
+
+@functools.cache
+def _typed_dict_hints(hint: Any) -> dict[str, Any]:
+    """A TypedDict's field types (resolved once: a schedule of 18 instalments checks 18 objects)."""
+    return typing.get_type_hints(hint)
+
+
+def tool(kind: Kind, *, latency: float) -> Callable[[Callable[..., dict[str, Any]]], Tool]:
+    """Declare a tool. Its first parameter is the world; the rest are the agent's arguments.
+
+    Args:
+        kind: READ, WRITE or TERMINAL.
+        latency: fixed simulated seconds the call takes.
+    """
+
+    def wrap(fn: Callable[..., dict[str, Any]]) -> Tool:
+        sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn)
+        params = list(sig.parameters.values())[1:]
+        description, docs = _parse_docstring(fn.__doc__ or "")
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        defaults: dict[str, Any] = {}
+        for p in params:
+            schema = dict(_schema_of(hints[p.name], f"{fn.__name__}.{p.name}"))
+            if p.name not in docs:
+                raise TypeError(f"tool {fn.__name__}: parameter {p.name!r} has no entry under Args: in its docstring")
+            schema["description"] = docs[p.name]
+            properties[p.name] = schema
+            if p.default is inspect.Parameter.empty:
+                required.append(p.name)
+            else:
+                defaults[p.name] = p.default
+        parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+        arg_hints = {p.name: hints[p.name] for p in params}
+        return Tool(fn.__name__, kind, latency, description, parameters, fn, arg_hints, defaults)
+
+    return wrap

@@ -1,0 +1,179 @@
+"""The world an episode runs in: a state, a clock, the policy store and the tool adapter.
+
+Every tool call goes through :meth:`World.call`, which validates the arguments
+against the tool's signature, runs the tool against the current state, advances
+the clock by the tool's fixed latency and appends an :class:`~simworld._world.events.Event`.
+A tool that raises :class:`~simworld.errors.ToolArgumentError` or
+:class:`~simworld.errors.PolicyDenied` leaves the state untouched and returns its
+message to the agent; any other exception is a bug in the harness or in a user's
+tool and propagates. Arguments (or a whole action) that no action may hold (see
+:mod:`simworld._world.actions`) are refused before any tool runs, recorded as an
+``invalid`` event the agent can read that names the problem, never the value.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import orjson
+
+from simworld._world.actions import plain_value, type_name
+from simworld._world.clock import SimClock
+from simworld._world.dates import local_date
+from simworld._world.events import Event, Status
+from simworld._world.models import Customer, Fee, Plan, Policy
+from simworld._world.money import Money
+from simworld._world.policy import PolicyStore
+from simworld._world.state import State
+from simworld.errors import PolicyDenied, ToolArgumentError, ToolError
+
+__all__ = ["World"]
+
+
+class World:
+    """A live world: mutable only through tool calls, each recorded as an event."""
+
+    def __init__(self, state: State, clock: SimClock, policy: PolicyStore, tools: dict[str, Any]) -> None:
+        self.state = state
+        self.clock = clock
+        self.policy = policy
+        self.tools = tools
+        self.events: list[Event] = []
+        self.states: list[State] = []  # the state after each event
+        self.outcome: str | None = None
+        self.seq = 0
+
+    # -- lookups tools share -------------------------------------------------------------------------
+
+    def customer(self, customer_id: str) -> Customer:
+        """The customer ``customer_id`` or a ToolArgumentError the agent can read."""
+        return self._get("customers", customer_id, "customer_id")
+
+    def policy_record(self, policy_id: str) -> Policy:
+        """The policy ``policy_id`` or a ToolArgumentError."""
+        return self._get("policies", policy_id, "policy_id")
+
+    def plan(self, plan_id: str) -> Plan:
+        """The plan ``plan_id`` or a ToolArgumentError."""
+        return self._get("plans", plan_id, "plan_id")
+
+    def fee(self, fee_id: str) -> Fee:
+        """The fee ``fee_id`` or a ToolArgumentError."""
+        return self._get("fees", fee_id, "fee_id")
+
+    def _get(self, table: str, rid: Any, arg: str) -> Any:
+        record = self.state.get(table, rid) if isinstance(rid, str) else None
+        if record is None:
+            raise ToolArgumentError(f"No {table[:-1] if table != 'policies' else 'policy'} with {arg}={rid!r}; "
+                                    f"look it up first (find_customer, get_customer).")
+        return record
+
+    def plan_policy(self, plan: Plan) -> Policy:
+        """The policy a plan belongs to."""
+        policy: Policy = self.state.get("policies", plan.policy_id)
+        return policy
+
+    def writable_plan(self, plan_id: str) -> tuple[Plan, Policy]:
+        """A plan and its policy, denied if the policy is cancelled (a system rule)."""
+        plan = self.plan(plan_id)
+        policy = self.plan_policy(plan)
+        if policy.status == "cancelled":
+            raise PolicyDenied(f"Policy {policy.id!r} is cancelled; its plan accepts no changes "
+                               "(rule cancelled_frozen).")
+        return plan, policy
+
+    def money(self, value: Any, currency: str, name: str) -> Money:
+        """Parse an agent's amount in ``currency``, as a ToolArgumentError if malformed."""
+        try:
+            return Money.parse(value, currency, name=name)
+        except ValueError as exc:
+            raise ToolArgumentError(str(exc)) from None
+
+    def today(self, customer_id: str | None = None) -> date:
+        """Today's date in the customer's zone (UTC without one), from the simulated clock."""
+        zone = "UTC"
+        if customer_id is not None:
+            customer = self.state.get("customers", customer_id)
+            if customer is not None:
+                zone = customer.timezone
+        return local_date(self.clock.now, zone)
+
+    def put(self, record: Any) -> None:
+        """Store ``record`` (a new value replacing the old one with its id)."""
+        self.state = self.state.put(record)
+
+    # -- the adapter ---------------------------------------------------------------------------------
+
+    def invalid(self, action: Any) -> Event:
+        """Record an action that is not a tool call, as an error the agent can read."""
+        recorded, problem = _jsonable(action, "")
+        if problem is not None:
+            return self.refuse(problem)
+        message = ('Expected an action {"tool": NAME, "args": {...}} (or None to stop) but got '
+                   f"{recorded!r}.")
+        return self._record(Event(self.seq, self.clock.iso(), "", recorded, {"error": message}, "error", 0.0,
+                                  "invalid"))
+
+    def refuse(self, problem: str) -> Event:
+        """Record an action refused before anything ran (see :mod:`~simworld._world.actions`): an error the agent reads.
+
+        The event's args are ``{"refused": problem}``: the problem names the type, the size and
+        the place of what was wrong, never the value itself.
+        """
+        message = f"Refused the action without running it: {problem}."
+        return self._record(Event(self.seq, self.clock.iso(), "", {"refused": problem}, {"error": message}, "error",
+                                  0.0, "invalid"))
+
+    def _record(self, event: Event) -> Event:
+        self.events.append(event)
+        self.states.append(self.state)
+        self.seq += 1
+        return event
+
+    def call(self, name: Any, args: Any) -> Event:
+        """Run one tool call and record it; never raises for the agent's mistakes."""
+        seq = self.seq
+        at = self.clock.iso()
+        if not isinstance(name, str):
+            # Environment.step sends only string names here; a direct caller may send anything.
+            name = f"<a value of type {type_name(name)}>"
+        tool = self.tools.get(name)
+        args_json, problem = _jsonable(args, "args")
+        if problem is not None:
+            return self.refuse(problem)
+        if tool is None:
+            result: Any = {"error": f"Unknown tool {name!r}; available: {sorted(self.tools)!r}."}
+            event = Event(seq, at, name, args_json, result, "error", 0.0, "unknown")
+        else:
+            before = self.state
+            try:
+                kwargs = tool.bind(args_json)
+                result = tool.fn(self, **kwargs)
+                status: Status = "ok"
+            except ToolError as exc:
+                self.state = before
+                result, status = {"error": str(exc)}, exc.status
+            self.clock.advance(tool.latency)
+            recorded, problem = _jsonable(result, "result")
+            if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug, not the agent's
+                raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
+            event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, tool.kind.value)
+            if status == "ok" and tool.kind.value == "terminal":
+                self.outcome = result["outcome"]
+        return self._record(event)
+
+
+def _jsonable(value: Any, root: str) -> tuple[Any, str | None]:
+    """Round-trip through canonical JSON so what is recorded is exactly what replays; or the problem with it.
+
+    Integers beyond 64 bits (valid JSON, but not for orjson) and a Python agent's
+    ``Decimal`` amounts are kept as their decimal text, so they reach the tool exactly
+    (and an absurd amount is refused there, by name). What orjson cannot write is walked
+    by :func:`simworld._world.actions.plain_value`, which never recurses and never calls a
+    ``repr``: a value no action may hold comes back as a one-line problem naming where.
+    """
+    try:
+        return orjson.loads(orjson.dumps(value)), None
+    except TypeError:  # beyond 64 bits, a Decimal, a cycle, deep nesting, a foreign type: the careful walk
+        return plain_value(value, root)
