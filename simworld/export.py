@@ -26,11 +26,13 @@ holdout episode at all (they are skipped and counted).
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import attrs
+import orjson
 
 from simworld.errors import SimworldError
 from simworld.events import Event, read_events
@@ -76,56 +78,69 @@ class Trajectory:
 
 
 @functools.lru_cache(maxsize=64)
-def _tool_specs(names: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
-    return tuple({"type": "function", "function": TOOLS[n].schema()} for n in names if n in TOOLS)
-
-
-def _calls(t: Trajectory) -> list[Event]:
-    return [e for e in t.events if e.kind != "invalid"]
+def _tool_specs(names: tuple[str, ...]) -> bytes:
+    """The ``tools`` column of ``names``, as canonical JSON (the same for every line of a run)."""
+    return canonical_bytes([{"type": "function", "function": TOOLS[n].schema()} for n in names if n in TOOLS])
 
 
 def _text(value: Any) -> str:
     return canonical_bytes(value).decode()
 
 
-def native(t: Trajectory) -> dict[str, Any]:
+# A line is built from an episode's parts as an event file holds them: the header (scenario, seed, agent,
+# request, policy, tools), the event records in order (dicts with seq, at, tool, kind, args, result, status,
+# latency), the footer (outcome, stop_reason, error) and the result line.
+
+def native(h: dict[str, Any], events: list[dict[str, Any]], f: dict[str, Any], result: dict[str, Any]) -> bytes:
     """The native line: the whole episode and its grade, without expected values."""
-    grade = {k: t.result[k] for k in _GRADE_KEYS if k in t.result}
-    grade["state_diff"] = [d["path"] for d in t.result.get("state_diff", [])]
-    return {
-        "format": "simworld.native/1", "scenario": t.scenario, "seed": t.seed, "agent": t.agent,
-        "policy": t.policy, "request": t.request, "tools": list(t.tools),
-        "calls": [{"seq": e.seq, "at": e.at, "tool": e.tool, "kind": e.kind, "args": e.args, "result": e.result,
-                   "status": e.status, "latency": e.latency} for e in t.events],
-        "outcome": t.outcome, "stop_reason": t.stop_reason, "error": t.error, "grade": grade,
-        "state_hash": t.result.get("state_hash"), "events_hash": t.result.get("events_hash"),
-    }
+    grade = {k: result[k] for k in _GRADE_KEYS if k in result}
+    grade["state_diff"] = [d["path"] for d in result.get("state_diff", [])]
+    return canonical_bytes({
+        "format": "simworld.native/1", "scenario": h["scenario"], "seed": int(h["seed"]),
+        "agent": str(h.get("agent", "?")), "policy": h["policy"], "request": h["request"],
+        "tools": list(h.get("tools", ())),
+        "calls": [{"seq": e["seq"], "at": e["at"], "tool": e["tool"], "kind": e["kind"], "args": e["args"],
+                   "result": e["result"], "status": e["status"], "latency": e["latency"]} for e in events],
+        "outcome": f.get("outcome"), "stop_reason": f.get("stop_reason", ""), "error": f.get("error"),
+        "grade": grade, "state_hash": result.get("state_hash"), "events_hash": result.get("events_hash"),
+    })
 
 
-def openai(t: Trajectory) -> dict[str, Any]:
+def _messages(h: dict[str, Any], events: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": h["policy"]}, {"role": "user",
+                                                                                  "content": h["request"]}]
+    calls = [e for e in events if e["kind"] != "invalid"]
+    last = len(calls) - 1
+    for i, e in enumerate(calls):
+        tool, args = e["tool"], e["args"]
+        if fmt == "openai":
+            call_id = f"call_{e['seq']}"
+            messages.append({"role": "assistant", "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": _text(args)}}]})
+            reply = {"role": "tool", "tool_call_id": call_id}
+        else:
+            messages.append({"role": "assistant", "tool_calls": [{"type": "function", "function": {
+                "name": tool, "arguments": args if isinstance(args, dict) else {"value": args}}}]})
+            reply = {"role": "tool", "name": tool}
+        if not (i == last and e["kind"] == "terminal"):
+            reply["content"] = _text(e["result"])
+            messages.append(reply)
+    return messages
+
+
+# The outer keys are fixed, so a chat line is spliced from canonical parts: the same bytes as canonical_bytes
+# of the whole object (sorted keys, no whitespace), with the run's tools encoded once.
+
+def openai(h: dict[str, Any], events: list[dict[str, Any]], f: dict[str, Any], result: dict[str, Any]) -> bytes:
     """The OpenAI chat fine-tuning line (arguments and tool results as JSON strings)."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": t.policy}, {"role": "user", "content": t.request}]
-    calls = _calls(t)
-    for i, e in enumerate(calls):
-        call_id = f"call_{e.seq}"
-        messages.append({"role": "assistant", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": e.tool, "arguments": _text(e.args)}}]})
-        if not (i == len(calls) - 1 and e.kind == "terminal"):
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": _text(e.result)})
-    return {"messages": messages, "tools": list(_tool_specs(t.tools)), "parallel_tool_calls": False}
+    return (b'{"messages":' + canonical_bytes(_messages(h, events, "openai")) + b',"parallel_tool_calls":false,'
+            b'"tools":' + _tool_specs(tuple(h.get("tools", ()))) + b"}")
 
 
-def trl(t: Trajectory) -> dict[str, Any]:
+def trl(h: dict[str, Any], events: list[dict[str, Any]], f: dict[str, Any], result: dict[str, Any]) -> bytes:
     """The TRL conversational line (arguments as objects, tool turns named)."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": t.policy}, {"role": "user", "content": t.request}]
-    calls = _calls(t)
-    for i, e in enumerate(calls):
-        args = e.args if isinstance(e.args, dict) else {"value": e.args}
-        messages.append({"role": "assistant", "tool_calls": [
-            {"type": "function", "function": {"name": e.tool, "arguments": args}}]})
-        if not (i == len(calls) - 1 and e.kind == "terminal"):
-            messages.append({"role": "tool", "name": e.tool, "content": _text(e.result)})
-    return {"messages": messages, "tools": list(_tool_specs(t.tools))}
+    return b'{"messages":' + canonical_bytes(_messages(h, events, "trl")) + b',"tools":' + _tool_specs(
+        tuple(h.get("tools", ()))) + b"}"
 
 
 _BUILD = {"native": native, "openai": openai, "trl": trl}
@@ -133,7 +148,10 @@ _BUILD = {"native": native, "openai": openai, "trl": trl}
 
 def line(t: Trajectory, fmt: str) -> bytes:
     """One canonical JSON line of ``t`` in format ``fmt``."""
-    return canonical_bytes(_BUILD[fmt](t)) + b"\n"
+    h = {"scenario": t.scenario, "seed": t.seed, "agent": t.agent, "request": t.request, "policy": t.policy,
+         "tools": t.tools}
+    f = {"outcome": t.outcome, "stop_reason": t.stop_reason, "error": t.error}
+    return _BUILD[fmt](h, [e.to_json() for e in t.events], f, t.result) + b"\n"
 
 
 def _from_file(path: Path, result: dict[str, Any]) -> Trajectory:
@@ -148,6 +166,56 @@ def _from_file(path: Path, result: dict[str, Any]) -> Trajectory:
     return Trajectory(h["scenario"], int(h["seed"]), str(h.get("agent", "?")), h["request"], h["policy"],
                       tuple(h.get("tools", ())), tuple(events), f.get("outcome"), f.get("stop_reason", ""),
                       f.get("error"), result)
+
+
+_EVENT_KEYS = frozenset(("seq", "at", "tool", "args", "result", "status", "latency", "kind"))
+
+
+def _parts(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """An event file's header, events (a crash's lost call in its place) and footer, parsed in one go.
+
+    Anything :func:`read_events` would not read the same way raises (KeyError, TypeError or ValueError).
+    """
+    body = data.rstrip(b"\n")
+    records = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+    if len(records) != body.count(b"\n") + 1:
+        raise ValueError("not one record a line")
+    header: dict[str, Any] | None = None
+    footer: dict[str, Any] = {}
+    crash: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = []
+    for d in records:
+        record = d["record"]
+        if record == "event" and d.keys() >= _EVENT_KEYS:
+            events.append(d)
+        elif record == "header":
+            header = d
+        elif record == "footer":
+            footer = d
+        elif record == "crash":
+            crash = d
+        else:
+            raise KeyError(record)
+    if header is None or "request" not in header:
+        raise KeyError("header")
+    if crash is not None and crash.get("lost") is not None:
+        lost = crash["lost"]
+        if not (isinstance(lost, dict) and lost.keys() >= _EVENT_KEYS):
+            raise KeyError("lost")
+        events.insert(int(crash["position"]), lost)  # the call happened; only the session log lost it
+    return header, events, footer
+
+
+def _episode_line(run_dir: Path, prefix: str, result: dict[str, Any], fmt: str) -> bytes:
+    """The line of one episode; an event file the fast reader refuses is read again line by line, which names
+    the problem (or, if it reads, writes the same line)."""
+    name = event_file_name(result["scenario"], int(result["seed"]), int(result.get("trial", 0)))
+    try:
+        with open(prefix + name, "rb") as fh:
+            h, events, f = _parts(fh.read())
+        return _BUILD[fmt](h, events, f, result) + b"\n"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return line(_from_file(run_dir / EVENTS / name, result), fmt)
 
 
 @attrs.frozen
@@ -181,6 +249,7 @@ def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = F
         raise ExportError(f"{run_dir}: no results.jsonl; pass a directory written by simworld run.")
     written = filtered = holdout = broken = 0
     bad: list[int] = []
+    prefix = os.path.join(run_dir, EVENTS, "")
     for keep, r in _select(read_results(results_path, skip_bad=bad if skip_bad_lines else None), passed_only,
                            min_score, scenarios):
         if is_holdout(int(r["seed"])):
@@ -192,8 +261,7 @@ def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = F
         if not keep:
             filtered += 1
             continue
-        events = run_dir / EVENTS / event_file_name(r["scenario"], int(r["seed"]), int(r.get("trial", 0)))
-        out.write(line(_from_file(events, r), fmt))
+        out.write(_episode_line(run_dir, prefix, r, fmt))
         written += 1
     return ExportReport(written, filtered, holdout, broken, len(bad))
 
