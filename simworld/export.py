@@ -3,7 +3,7 @@
 ``simworld export RUN_DIR --format native|openai|trl`` reads a run's ``results.jsonl``
 line by line and, for each selected episode, its event log, and writes one line per
 episode: it streams, so memory does not grow with the run. The same run exports the
-same bytes (canonical JSON, sorted keys).
+same bytes (canonical JSON, sorted keys), on one process or on ``--workers N``.
 
 Formats (schemas in ``simworld/schemas/``):
 
@@ -25,7 +25,12 @@ holdout episode at all (they are skipped and counted).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
+import itertools
+import mmap
+import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -36,7 +41,7 @@ import orjson
 
 from simworld.errors import SimworldError
 from simworld.events import Event, read_events
-from simworld.rundir import EVENTS, RESULTS, ResultsFile, read_results
+from simworld.rundir import EVENTS, RESULTS, ResultsFile, numbered_lines, parse_results
 from simworld.runner import event_file_name
 from simworld.splits import is_holdout
 from simworld.state import canonical_bytes
@@ -45,7 +50,8 @@ from simworld.tools import TOOLS
 __all__ = ["FORMATS", "ExportReport", "Trajectory", "export_run", "line", "native_hook", "openai_hook", "trl_hook"]
 
 FORMATS = ("native", "openai", "trl")
-_FLUSH_BYTES = 1 << 20
+_CHUNK_LINES = 128  # result lines a slice: one write to ``out``, one task for a worker
+_SLOT_BYTES = 32 << 20  # the shared memory a worker's slice of lines goes back through
 _GRADE_KEYS = ("passed", "total", "parts", "outcome_class_correct", "step_scores", "order_violations",
                "unauthorised_actions", "forbidden_changes", "checks", "counters")
 
@@ -184,7 +190,9 @@ def _parts(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str,
     for raw in data.splitlines():
         d = orjson.loads(raw)
         record = d["record"]
-        if record == "event" and d.keys() >= _EVENT_KEYS:
+        if record == "event":
+            if not d.keys() >= _EVENT_KEYS:
+                raise KeyError("event")
             events.append(d)
         elif record == "header":
             header = d
@@ -238,52 +246,133 @@ class ExportReport:
     bad_lines: int = 0
 
 
-def _select(results: Iterable[dict[str, Any]], passed_only: bool, min_score: float | None,
-            scenarios: Sequence[str]) -> Iterator[tuple[bool, dict[str, Any]]]:
-    for r in results:
-        keep = ((not passed_only or r["passed"]) and (min_score is None or r["total"] >= min_score)
-                and (not scenarios or r["scenario"] in scenarios))
-        yield keep, r
+@attrs.frozen
+class _Options:
+    """What an export selects and writes, as each worker process needs it."""
+
+    run_dir: Path
+    fmt: str
+    passed_only: bool
+    min_score: float | None
+    scenarios: tuple[str, ...]
+    skip_bad_lines: bool
+
+
+@attrs.frozen
+class _Chunk:
+    """A slice of result lines done: its lines, its counts, and the error that stopped it, if one did."""
+
+    data: bytes
+    written: int
+    filtered: int
+    holdout: int
+    broken: int
+    bad: list[int]
+    error: Exception | None
+
+
+def _export_chunk(o: _Options, lines: list[tuple[int, bytes]]) -> _Chunk:
+    """Export some numbered result lines; an error is returned with the lines before it, to be raised in order."""
+    written = filtered = holdout = broken = 0
+    bad: list[int] = []
+    parts: list[bytes] = []
+    prefix = os.path.join(o.run_dir, EVENTS, "")
+    error: Exception | None = None
+    try:
+        for r in parse_results(o.run_dir / RESULTS, lines, skip_bad=bad if o.skip_bad_lines else None):
+            keep = ((not o.passed_only or r["passed"]) and (o.min_score is None or r["total"] >= o.min_score)
+                    and (not o.scenarios or r["scenario"] in o.scenarios))
+            if is_holdout(int(r["seed"])):
+                holdout += 1
+            elif r.get("harness_error") is not None:
+                broken += 1  # the harness failed this episode: not a trajectory to learn from
+            elif not keep:
+                filtered += 1
+            else:
+                parts.append(_episode_line(o.run_dir, prefix, r, o.fmt))
+                written += 1
+    except Exception as exc:  # raised by export_run once the lines before it are written
+        error = exc
+    return _Chunk(b"".join(parts), written, filtered, holdout, broken, bad, error)
+
+
+def _slices(lines: Iterable[tuple[int, bytes]]) -> Iterator[list[tuple[int, bytes]]]:
+    it = iter(lines)
+    while chunk := list(itertools.islice(it, _CHUNK_LINES)):
+        yield chunk
+
+
+_shared: mmap.mmap | None = None  # in a worker process: the memory it hands its slices' lines back through
+
+
+def _attach(shared: mmap.mmap) -> None:
+    global _shared
+    _shared = shared
+
+
+def _export_into(o: _Options, lines: list[tuple[int, bytes]], slot: int) -> tuple[_Chunk, int]:
+    """:func:`_export_chunk` in a worker: the lines go to shared slot ``slot`` (size returned), or by pipe if big."""
+    c = _export_chunk(o, lines)
+    size = len(c.data)
+    if _shared is None or size > _SLOT_BYTES:
+        return c, -1
+    _shared[slot * _SLOT_BYTES:slot * _SLOT_BYTES + size] = c.data
+    return attrs.evolve(c, data=b""), size
+
+
+def _in_workers(o: _Options, slices: Iterator[list[tuple[int, bytes]]], workers: int) -> Iterator[_Chunk]:
+    """The slices done by ``workers`` forked processes, in order, at most 2N+1 in flight (flat memory).
+
+    A slice's lines come back through memory shared with the workers (a pipe would copy them several times):
+    slice i goes to slot i mod 2N+1, which is free again once slice i-2N-1 has been copied out.
+    """
+    slots = 2 * workers + 1
+    shared = mmap.mmap(-1, slots * _SLOT_BYTES)
+    with shared, memoryview(shared) as view, \
+            multiprocessing.get_context("fork").Pool(workers, _attach, (shared,)) as pool:
+        pending: collections.deque[tuple[int, Any]] = collections.deque()
+        for i, chunk in enumerate(slices):
+            slot = i % slots
+            pending.append((slot, pool.apply_async(_export_into, (o, chunk, slot))))
+            if len(pending) >= slots:
+                yield _returned(view, *pending.popleft())
+        while pending:
+            yield _returned(view, *pending.popleft())
+
+
+def _returned(view: memoryview, slot: int, result: Any) -> _Chunk:
+    c, size = result.get()
+    return c if size < 0 else attrs.evolve(c, data=bytes(view[slot * _SLOT_BYTES:slot * _SLOT_BYTES + size]))
 
 
 def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = False, min_score: float | None = None,
-               scenarios: Sequence[str] = (), skip_bad_lines: bool = False) -> ExportReport:
-    """Stream the run's selected episodes to ``out`` in ``fmt``."""
+               scenarios: Sequence[str] = (), skip_bad_lines: bool = False, workers: int = 1) -> ExportReport:
+    """Stream the run's selected episodes to ``out`` in ``fmt``; ``workers`` processes build the lines (same bytes)."""
     if fmt not in FORMATS:
         raise ExportError(f"--format {fmt!r} is unknown; use one of {', '.join(FORMATS)}.")
     if min_score is not None and not 0.0 <= min_score <= 1.0:
         raise ExportError(f"--min-score {min_score!r} must lie between 0 and 1 (it is compared with 'total').")
+    if workers < 1:
+        raise ExportError(f"--workers {workers!r} must be at least 1.")
     results_path = run_dir / RESULTS
     if not results_path.is_file():
         raise ExportError(f"{run_dir}: no results.jsonl; pass a directory written by simworld run.")
+    o = _Options(run_dir, fmt, passed_only, min_score, tuple(scenarios), skip_bad_lines)
+    slices = _slices(numbered_lines(results_path))
     written = filtered = holdout = broken = 0
     bad: list[int] = []
-    prefix = os.path.join(run_dir, EVENTS, "")
-    pending: list[bytes] = []  # lines go to ``out`` about a megabyte at a time: far fewer system calls
-    size = 0
-    try:
-        for keep, r in _select(read_results(results_path, skip_bad=bad if skip_bad_lines else None), passed_only,
-                               min_score, scenarios):
-            if is_holdout(int(r["seed"])):
-                holdout += 1
-                continue
-            if r.get("harness_error") is not None:
-                broken += 1  # the harness failed this episode: not a trajectory to learn from
-                continue
-            if not keep:
-                filtered += 1
-                continue
-            data = _episode_line(run_dir, prefix, r, fmt)
-            pending.append(data)
-            written += 1
-            size += len(data)
-            if size >= _FLUSH_BYTES:
-                out.write(b"".join(pending))
-                pending.clear()
-                size = 0
-    finally:
-        if pending:  # the lines before an error are written, as they were one by one
-            out.write(b"".join(pending))
+    done = (_export_chunk(o, s) for s in slices) if workers == 1 else _in_workers(o, slices, workers)
+    with contextlib.closing(done):  # an error stops the workers at once
+        for c in done:
+            if c.data:
+                out.write(c.data)
+            written += c.written
+            filtered += c.filtered
+            holdout += c.holdout
+            broken += c.broken
+            bad += c.bad
+            if c.error is not None:
+                raise c.error
     return ExportReport(written, filtered, holdout, broken, len(bad))
 
 
