@@ -32,7 +32,7 @@ import itertools
 import mmap
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -114,6 +114,7 @@ def native(h: dict[str, Any], events: list[dict[str, Any]], f: dict[str, Any], r
 
 
 def _messages(h: dict[str, Any], events: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    """The chat turns of an episode in ``fmt`` (openai or trl); invalid actions are not turns."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": h["policy"]}, {"role": "user",
                                                                                   "content": h["request"]}]
     calls = [e for e in events if e["kind"] != "invalid"]
@@ -297,6 +298,7 @@ def _export_chunk(o: _Options, lines: list[tuple[int, bytes]]) -> _Chunk:
 
 
 def _slices(lines: Iterable[tuple[int, bytes]]) -> Iterator[list[tuple[int, bytes]]]:
+    """``lines`` in lists of :data:`_CHUNK_LINES`."""
     it = iter(lines)
     while chunk := list(itertools.islice(it, _CHUNK_LINES)):
         yield chunk
@@ -306,6 +308,7 @@ _shared: mmap.mmap | None = None  # in a worker process: the memory it hands its
 
 
 def _attach(shared: mmap.mmap) -> None:
+    """Pool initializer: the worker keeps the shared memory it writes its slices to."""
     global _shared
     _shared = shared
 
@@ -320,7 +323,7 @@ def _export_into(o: _Options, lines: list[tuple[int, bytes]], slot: int) -> tupl
     return attrs.evolve(c, data=b""), size
 
 
-def _in_workers(o: _Options, slices: Iterator[list[tuple[int, bytes]]], workers: int) -> Iterator[_Chunk]:
+def _in_workers(o: _Options, slices: Iterator[list[tuple[int, bytes]]], workers: int) -> Generator[_Chunk, None, None]:
     """The slices done by ``workers`` forked processes, in order, at most 2N+1 in flight (flat memory).
 
     A slice's lines come back through memory shared with the workers (a pipe would copy them several times):
@@ -361,7 +364,8 @@ def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = F
     slices = _slices(numbered_lines(results_path))
     written = filtered = holdout = broken = 0
     bad: list[int] = []
-    done = (_export_chunk(o, s) for s in slices) if workers == 1 else _in_workers(o, slices, workers)
+    done: Generator[_Chunk, None, None] = ((_export_chunk(o, s) for s in slices) if workers == 1
+                                           else _in_workers(o, slices, workers))
     with contextlib.closing(done):  # an error stops the workers at once
         for c in done:
             if c.data:
