@@ -1,18 +1,20 @@
 """Export throughput and memory on a run of 100,000 episodes.
 
-Run: python benchmarks/bench_export.py [--episodes 100000] [--dir DIR]  (default: a folder in the temp directory)
+Run: python benchmarks/bench_export.py [--episodes 100000] [--workers N] [--dir DIR]
+(default: every core, and a folder in the temp directory)
 
 Builds a run directory of N episodes by running the reference agent over the suite once
 per scenario at one seed, then replicating those event logs under N distinct dev seeds
 (the files are rewritten with their own seed, so every line is a real, distinct episode
-file). Then exports it in each format and prints episodes per second and the peak
-memory traced while exporting a run of N/10 and of N episodes (constant memory means the
-two peaks are about equal).
+file). Then exports it in each format, on one process and on --workers processes, and
+prints episodes per second and the peak memory traced while exporting a run of N/10 and
+of N episodes on one process (constant memory means the two peaks are about equal).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -68,20 +70,22 @@ def measure(run: Path, fmt: str) -> tuple[int, float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=100_000)
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "simworld-bench-export")
     args = ap.parse_args()
     t = time.perf_counter()
     build(args.dir, args.episodes)
     print(f"built a run of {args.episodes} episodes in {time.perf_counter() - t:.1f} s")
     run = args.dir / "run"
-    for fmt in FORMATS:
-        t = time.perf_counter()
-        with (args.dir / f"out.{fmt}.jsonl").open("wb") as f:
-            report = export_run(run, fmt, f)
-        seconds = time.perf_counter() - t
-        size = (args.dir / f"out.{fmt}.jsonl").stat().st_size
-        print(f"{fmt:<7} {report.written} episodes in {seconds:6.1f} s: {report.written / seconds:8.0f} episodes/s, "
-              f"{size / 1e6:7.1f} MB")
+    for workers in sorted({1, args.workers}):
+        for fmt in FORMATS:
+            t = time.perf_counter()
+            with (args.dir / f"out.{fmt}.jsonl").open("wb") as f:
+                report = export_run(run, fmt, f, workers=workers)
+            seconds = time.perf_counter() - t
+            size = (args.dir / f"out.{fmt}.jsonl").stat().st_size
+            print(f"{fmt:<7} workers={workers} {report.written} episodes in {seconds:6.1f} s: "
+                  f"{report.written / seconds:8.0f} episodes/s, {size / 1e6:7.1f} MB")
     n_all, _, peak_all = measure(run, "openai")
     tenth = args.dir / "tenth"
     build(tenth, args.episodes // 10)

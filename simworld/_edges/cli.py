@@ -543,6 +543,8 @@ def export(
     skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip (and count) result lines that "
                                                                           "are not JSON instead of stopping.")]
     = False,
+    workers: Annotated[int, typer.Option(help="Lines built on this many processes (the bytes written do not "
+                                              "depend on it).")] = 1,
 ) -> None:
     """Export a run's episodes as JSON lines for training: native, OpenAI chat fine-tuning or TRL."""
     from simworld._edges.export import export_run
@@ -551,12 +553,12 @@ def export(
     try:
         if out is None:
             report = export_run(run_dir, format.value, sys.stdout.buffer, passed_only=passed_only, min_score=min_score,
-                                scenarios=scenario or (), skip_bad_lines=skip_bad_lines)
+                                scenarios=scenario or (), skip_bad_lines=skip_bad_lines, workers=workers)
         else:
             refuse_own_input(out, run_dir, "export --out")
             with atomic_output(out) as f:
                 report = export_run(run_dir, format.value, f, passed_only=passed_only, min_score=min_score,
-                                    scenarios=scenario or (), skip_bad_lines=skip_bad_lines)
+                                    scenarios=scenario or (), skip_bad_lines=skip_bad_lines, workers=workers)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
     if report.bad_lines:

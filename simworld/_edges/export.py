@@ -3,7 +3,7 @@
 ``simworld export RUN_DIR --format native|openai|trl`` reads a run's ``results.jsonl``
 line by line and, for each selected episode, its event log, and writes one line per
 episode: it streams, so memory does not grow with the run. The same run exports the
-same bytes (canonical JSON, sorted keys).
+same bytes (canonical JSON, sorted keys), on one process or on ``--workers N``.
 
 Formats (schemas in ``simworld/schemas/``):
 
@@ -25,15 +25,22 @@ holdout episode at all (they are skipped and counted).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+import itertools
+import mmap
+import multiprocessing
+import os
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import attrs
+import orjson
 
 from simworld._running.job import event_file_name
-from simworld._running.rundir import EVENTS, RESULTS, ResultsFile, read_results
+from simworld._running.rundir import EVENTS, RESULTS, ResultsFile, numbered_lines, parse_results
 from simworld._world.events import Event, read_events
 from simworld._world.splits import is_holdout
 from simworld._world.state import canonical_bytes
@@ -43,6 +50,8 @@ from simworld.errors import SimworldError
 __all__ = ["FORMATS", "ExportReport", "Trajectory", "export_run", "line", "native_hook", "openai_hook", "trl_hook"]
 
 FORMATS = ("native", "openai", "trl")
+_CHUNK_LINES = 128  # result lines a slice: one write to ``out``, one task for a worker
+_SLOT_BYTES = 32 << 20  # the shared memory a worker's slice of lines goes back through
 _GRADE_KEYS = ("passed", "total", "parts", "outcome_class_correct", "step_scores", "order_violations",
                "unauthorised_actions", "forbidden_changes", "checks", "counters")
 
@@ -76,56 +85,70 @@ class Trajectory:
 
 
 @functools.lru_cache(maxsize=64)
-def _tool_specs(names: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
-    return tuple({"type": "function", "function": TOOLS[n].schema()} for n in names if n in TOOLS)
-
-
-def _calls(t: Trajectory) -> list[Event]:
-    return [e for e in t.events if e.kind != "invalid"]
+def _tool_specs(names: tuple[str, ...]) -> bytes:
+    """The ``tools`` column of ``names``, as canonical JSON (the same for every line of a run)."""
+    return canonical_bytes([{"type": "function", "function": TOOLS[n].schema()} for n in names if n in TOOLS])
 
 
 def _text(value: Any) -> str:
     return canonical_bytes(value).decode()
 
 
-def native(t: Trajectory) -> dict[str, Any]:
+# A line is built from an episode's parts as an event file holds them: the header (scenario, seed, agent,
+# request, policy, tools), the event records in order (dicts with seq, at, tool, kind, args, result, status,
+# latency), the footer (outcome, stop_reason, error) and the result line.
+
+def native(h: dict[str, Any], events: list[dict[str, Any]], f: dict[str, Any], result: dict[str, Any]) -> bytes:
     """The native line: the whole episode and its grade, without expected values."""
-    grade = {k: t.result[k] for k in _GRADE_KEYS if k in t.result}
-    grade["state_diff"] = [d["path"] for d in t.result.get("state_diff", [])]
-    return {
-        "format": "simworld.native/1", "scenario": t.scenario, "seed": t.seed, "agent": t.agent,
-        "policy": t.policy, "request": t.request, "tools": list(t.tools),
-        "calls": [{"seq": e.seq, "at": e.at, "tool": e.tool, "kind": e.kind, "args": e.args, "result": e.result,
-                   "status": e.status, "latency": e.latency} for e in t.events],
-        "outcome": t.outcome, "stop_reason": t.stop_reason, "error": t.error, "grade": grade,
-        "state_hash": t.result.get("state_hash"), "events_hash": t.result.get("events_hash"),
-    }
+    grade = {k: result[k] for k in _GRADE_KEYS if k in result}
+    grade["state_diff"] = [d["path"] for d in result.get("state_diff", [])]
+    return canonical_bytes({
+        "format": "simworld.native/1", "scenario": h["scenario"], "seed": int(h["seed"]),
+        "agent": str(h.get("agent", "?")), "policy": h["policy"], "request": h["request"],
+        "tools": list(h.get("tools", ())),
+        "calls": [{"seq": e["seq"], "at": e["at"], "tool": e["tool"], "kind": e["kind"], "args": e["args"],
+                   "result": e["result"], "status": e["status"], "latency": e["latency"]} for e in events],
+        "outcome": f.get("outcome"), "stop_reason": f.get("stop_reason", ""), "error": f.get("error"),
+        "grade": grade, "state_hash": result.get("state_hash"), "events_hash": result.get("events_hash"),
+    }) + b"\n"
 
 
-def openai(t: Trajectory) -> dict[str, Any]:
+def _messages(h: dict[str, Any], events: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    """The chat turns of an episode in ``fmt`` (openai or trl); invalid actions are not turns."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": h["policy"]}, {"role": "user",
+                                                                                  "content": h["request"]}]
+    calls = [e for e in events if e["kind"] != "invalid"]
+    last = len(calls) - 1
+    for i, e in enumerate(calls):
+        tool, args = e["tool"], e["args"]
+        if fmt == "openai":
+            call_id = f"call_{e['seq']}"
+            messages.append({"role": "assistant", "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": _text(args)}}]})
+            reply = {"role": "tool", "tool_call_id": call_id}
+        else:
+            messages.append({"role": "assistant", "tool_calls": [{"type": "function", "function": {
+                "name": tool, "arguments": args if isinstance(args, dict) else {"value": args}}}]})
+            reply = {"role": "tool", "name": tool}
+        if not (i == last and e["kind"] == "terminal"):
+            reply["content"] = _text(e["result"])
+            messages.append(reply)
+    return messages
+
+
+# The outer keys are fixed, so a chat line is spliced from canonical parts: the same bytes as canonical_bytes
+# of the whole object (sorted keys, no whitespace), with the run's tools encoded once.
+
+def openai(h: dict[str, Any], events: list[dict[str, Any]], f: dict[str, Any], result: dict[str, Any]) -> bytes:
     """The OpenAI chat fine-tuning line (arguments and tool results as JSON strings)."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": t.policy}, {"role": "user", "content": t.request}]
-    calls = _calls(t)
-    for i, e in enumerate(calls):
-        call_id = f"call_{e.seq}"
-        messages.append({"role": "assistant", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": e.tool, "arguments": _text(e.args)}}]})
-        if not (i == len(calls) - 1 and e.kind == "terminal"):
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": _text(e.result)})
-    return {"messages": messages, "tools": list(_tool_specs(t.tools)), "parallel_tool_calls": False}
+    return b"".join((b'{"messages":', canonical_bytes(_messages(h, events, "openai")),
+                     b',"parallel_tool_calls":false,"tools":', _tool_specs(tuple(h.get("tools", ()))), b"}\n"))
 
 
-def trl(t: Trajectory) -> dict[str, Any]:
+def trl(h: dict[str, Any], events: list[dict[str, Any]], f: dict[str, Any], result: dict[str, Any]) -> bytes:
     """The TRL conversational line (arguments as objects, tool turns named)."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": t.policy}, {"role": "user", "content": t.request}]
-    calls = _calls(t)
-    for i, e in enumerate(calls):
-        args = e.args if isinstance(e.args, dict) else {"value": e.args}
-        messages.append({"role": "assistant", "tool_calls": [
-            {"type": "function", "function": {"name": e.tool, "arguments": args}}]})
-        if not (i == len(calls) - 1 and e.kind == "terminal"):
-            messages.append({"role": "tool", "name": e.tool, "content": _text(e.result)})
-    return {"messages": messages, "tools": list(_tool_specs(t.tools))}
+    return b"".join((b'{"messages":', canonical_bytes(_messages(h, events, "trl")), b',"tools":',
+                     _tool_specs(tuple(h.get("tools", ()))), b"}\n"))
 
 
 _BUILD = {"native": native, "openai": openai, "trl": trl}
@@ -133,7 +156,10 @@ _BUILD = {"native": native, "openai": openai, "trl": trl}
 
 def line(t: Trajectory, fmt: str) -> bytes:
     """One canonical JSON line of ``t`` in format ``fmt``."""
-    return canonical_bytes(_BUILD[fmt](t)) + b"\n"
+    h = {"scenario": t.scenario, "seed": t.seed, "agent": t.agent, "request": t.request, "policy": t.policy,
+         "tools": t.tools}
+    f = {"outcome": t.outcome, "stop_reason": t.stop_reason, "error": t.error}
+    return _BUILD[fmt](h, [e.to_json() for e in t.events], f, t.result)
 
 
 def _from_file(path: Path, result: dict[str, Any]) -> Trajectory:
@@ -150,6 +176,66 @@ def _from_file(path: Path, result: dict[str, Any]) -> Trajectory:
                       f.get("error"), result)
 
 
+_EVENT_KEYS = frozenset(("seq", "at", "tool", "args", "result", "status", "latency", "kind"))
+
+
+def _parts(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """An event file's header, events (a crash's lost call in its place) and footer, as parsed dicts.
+
+    Anything :func:`read_events` would not read the same way raises (KeyError, TypeError or ValueError).
+    """
+    header: dict[str, Any] | None = None
+    footer: dict[str, Any] = {}
+    crash: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = []
+    for raw in data.splitlines():
+        d = orjson.loads(raw)
+        record = d["record"]
+        if record == "event":
+            if not d.keys() >= _EVENT_KEYS:
+                raise KeyError("event")
+            events.append(d)
+        elif record == "header":
+            header = d
+        elif record == "footer":
+            footer = d
+        elif record == "crash":
+            crash = d
+        else:
+            raise KeyError(record)
+    if header is None or "request" not in header:
+        raise KeyError("header")
+    if crash is not None and crash.get("lost") is not None:
+        lost = crash["lost"]
+        if not (isinstance(lost, dict) and lost.keys() >= _EVENT_KEYS):
+            raise KeyError("lost")
+        events.insert(int(crash["position"]), lost)  # the call happened; only the session log lost it
+    return header, events, footer
+
+
+def _read(path: str) -> bytes:
+    """The bytes of the file at ``path``, read in one call of its size (no buffered file object, no big buffer)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.read(fd, os.fstat(fd).st_size + 1)
+        while more := os.read(fd, 1 << 13):  # only if the file grew since fstat
+            data += more
+    finally:
+        os.close(fd)
+    return data
+
+
+def _episode_line(run_dir: Path, prefix: str, result: dict[str, Any], fmt: str) -> bytes:
+    """The line of one episode; an event file the fast reader refuses is read again line by line, which names
+    the problem (or, if it reads, writes the same line)."""
+    name = event_file_name(result["scenario"], int(result["seed"]), int(result.get("trial", 0)))
+    try:
+        h, events, f = _parts(_read(prefix + name))
+        return _BUILD[fmt](h, events, f, result)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return line(_from_file(run_dir / EVENTS / name, result), fmt)
+
+
 @attrs.frozen
 class ExportReport:
     """How many episodes a run had, and how many were written or left out, and why."""
@@ -161,40 +247,136 @@ class ExportReport:
     bad_lines: int = 0
 
 
-def _select(results: Iterable[dict[str, Any]], passed_only: bool, min_score: float | None,
-            scenarios: Sequence[str]) -> Iterator[tuple[bool, dict[str, Any]]]:
-    for r in results:
-        keep = ((not passed_only or r["passed"]) and (min_score is None or r["total"] >= min_score)
-                and (not scenarios or r["scenario"] in scenarios))
-        yield keep, r
+@attrs.frozen
+class _Options:
+    """What an export selects and writes, as each worker process needs it."""
+
+    run_dir: Path
+    fmt: str
+    passed_only: bool
+    min_score: float | None
+    scenarios: tuple[str, ...]
+    skip_bad_lines: bool
+
+
+@attrs.frozen
+class _Chunk:
+    """A slice of result lines done: its lines, its counts, and the error that stopped it, if one did."""
+
+    data: bytes
+    written: int
+    filtered: int
+    holdout: int
+    broken: int
+    bad: list[int]
+    error: Exception | None
+
+
+def _export_chunk(o: _Options, lines: list[tuple[int, bytes]]) -> _Chunk:
+    """Export some numbered result lines; an error is returned with the lines before it, to be raised in order."""
+    written = filtered = holdout = broken = 0
+    bad: list[int] = []
+    parts: list[bytes] = []
+    prefix = os.path.join(o.run_dir, EVENTS, "")
+    error: Exception | None = None
+    try:
+        for r in parse_results(o.run_dir / RESULTS, lines, skip_bad=bad if o.skip_bad_lines else None):
+            keep = ((not o.passed_only or r["passed"]) and (o.min_score is None or r["total"] >= o.min_score)
+                    and (not o.scenarios or r["scenario"] in o.scenarios))
+            if is_holdout(int(r["seed"])):
+                holdout += 1
+            elif r.get("harness_error") is not None:
+                broken += 1  # the harness failed this episode: not a trajectory to learn from
+            elif not keep:
+                filtered += 1
+            else:
+                parts.append(_episode_line(o.run_dir, prefix, r, o.fmt))
+                written += 1
+    except Exception as exc:  # raised by export_run once the lines before it are written
+        error = exc
+    return _Chunk(b"".join(parts), written, filtered, holdout, broken, bad, error)
+
+
+def _slices(lines: Iterable[tuple[int, bytes]]) -> Iterator[list[tuple[int, bytes]]]:
+    """``lines`` in lists of :data:`_CHUNK_LINES`."""
+    it = iter(lines)
+    while chunk := list(itertools.islice(it, _CHUNK_LINES)):
+        yield chunk
+
+
+_shared: mmap.mmap | None = None  # in a worker process: the memory it hands its slices' lines back through
+
+
+def _attach(shared: mmap.mmap) -> None:
+    """Pool initializer: the worker keeps the shared memory it writes its slices to."""
+    global _shared
+    _shared = shared
+
+
+def _export_into(o: _Options, lines: list[tuple[int, bytes]], slot: int) -> tuple[_Chunk, int]:
+    """:func:`_export_chunk` in a worker: the lines go to shared slot ``slot`` (size returned), or by pipe if big."""
+    c = _export_chunk(o, lines)
+    size = len(c.data)
+    if _shared is None or size > _SLOT_BYTES:
+        return c, -1
+    _shared[slot * _SLOT_BYTES:slot * _SLOT_BYTES + size] = c.data
+    return attrs.evolve(c, data=b""), size
+
+
+def _in_workers(o: _Options, slices: Iterator[list[tuple[int, bytes]]], workers: int) -> Generator[_Chunk, None, None]:
+    """The slices done by ``workers`` forked processes, in order, at most 2N+1 in flight (flat memory).
+
+    A slice's lines come back through memory shared with the workers (a pipe would copy them several times):
+    slice i goes to slot i mod 2N+1, which is free again once slice i-2N-1 has been copied out.
+    """
+    slots = 2 * workers + 1
+    shared = mmap.mmap(-1, slots * _SLOT_BYTES)
+    with shared, memoryview(shared) as view, \
+            multiprocessing.get_context("fork").Pool(workers, _attach, (shared,)) as pool:
+        pending: collections.deque[tuple[int, Any]] = collections.deque()
+        for i, chunk in enumerate(slices):
+            slot = i % slots
+            pending.append((slot, pool.apply_async(_export_into, (o, chunk, slot))))
+            if len(pending) >= slots:
+                yield _returned(view, *pending.popleft())
+        while pending:
+            yield _returned(view, *pending.popleft())
+
+
+def _returned(view: memoryview, slot: int, result: Any) -> _Chunk:
+    c, size = result.get()
+    return c if size < 0 else attrs.evolve(c, data=bytes(view[slot * _SLOT_BYTES:slot * _SLOT_BYTES + size]))
 
 
 def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = False, min_score: float | None = None,
-               scenarios: Sequence[str] = (), skip_bad_lines: bool = False) -> ExportReport:
-    """Stream the run's selected episodes to ``out`` in ``fmt``."""
+               scenarios: Sequence[str] = (), skip_bad_lines: bool = False, workers: int = 1) -> ExportReport:
+    """Stream the run's selected episodes to ``out`` in ``fmt``; ``workers`` processes build the lines (same bytes)."""
     if fmt not in FORMATS:
         raise ExportError(f"--format {fmt!r} is unknown; use one of {', '.join(FORMATS)}.")
     if min_score is not None and not 0.0 <= min_score <= 1.0:
         raise ExportError(f"--min-score {min_score!r} must lie between 0 and 1 (it is compared with 'total').")
+    if workers < 1:
+        raise ExportError(f"--workers {workers!r} must be at least 1.")
     results_path = run_dir / RESULTS
     if not results_path.is_file():
         raise ExportError(f"{run_dir}: no results.jsonl; pass a directory written by simworld run.")
+    o = _Options(run_dir, fmt, passed_only, min_score, tuple(scenarios), skip_bad_lines)
+    slices = _slices(numbered_lines(results_path))
     written = filtered = holdout = broken = 0
     bad: list[int] = []
-    for keep, r in _select(read_results(results_path, skip_bad=bad if skip_bad_lines else None), passed_only,
-                           min_score, scenarios):
-        if is_holdout(int(r["seed"])):
-            holdout += 1
-            continue
-        if r.get("harness_error") is not None:
-            broken += 1  # the harness failed this episode: not a trajectory to learn from
-            continue
-        if not keep:
-            filtered += 1
-            continue
-        events = run_dir / EVENTS / event_file_name(r["scenario"], int(r["seed"]), int(r.get("trial", 0)))
-        out.write(line(_from_file(events, r), fmt))
-        written += 1
+    done: Generator[_Chunk, None, None] = ((_export_chunk(o, s) for s in slices) if workers == 1
+                                           else _in_workers(o, slices, workers))
+    with contextlib.closing(done):  # an error stops the workers at once
+        for c in done:
+            if c.data:
+                out.write(c.data)
+            written += c.written
+            filtered += c.filtered
+            holdout += c.holdout
+            broken += c.broken
+            bad += c.bad
+            if c.error is not None:
+                raise c.error
     return ExportReport(written, filtered, holdout, broken, len(bad))
 
 
