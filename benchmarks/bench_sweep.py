@@ -40,7 +40,8 @@ def run(out: Path, seeds: str, *, cache: Path | None, extra: tuple[str, ...] = (
         env["SIMWORLD_NO_CACHE"] = "1"
     else:
         env["SIMWORLD_CACHE_DIR"] = str(cache)
-    cmd = [sys.executable, "-c", "import sys; from simworld._edges.cli import main; sys.argv[0] = 'simworld'; main()",
+    # simworld.cli: the public path, which older checkouts (--baseline) have too
+    cmd = [sys.executable, "-c", "import sys; from simworld.cli import main; sys.argv[0] = 'simworld'; main()",
            "run", "--seeds", seeds, "--out", str(out), *extra]
     if snapshot:
         cmd += ["--snapshot", snapshot]
