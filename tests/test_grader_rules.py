@@ -319,10 +319,68 @@ class TestStateRules:
         v6 = expected_final_state(episode(s, [(event(0, "x"), six)]), [sol])
         assert v6.checks[0].detail.endswith(", plans/pln_1/instalments/8/amount ...")
 
+    def test_a_record_only_the_agent_made_against_an_empty_projection(self) -> None:
+        """The agent adds a credit where the solution changed nothing: every compared field is the agent's alone,
+        the solution projects to nothing, and the score is 0 (never a division by zero)."""
+        s = world()
+        mine = put(s, Credit("crd_1", "pln_1", "USD", usd("5.00"), "x"))
+        v = expected_final_state(episode(s, [(event(0, "x"), mine)]), [s])
+        assert not v.passed and v.partial == 0.0
+        assert [d["path"] for d in v.data["state_diff"]] == ["credits/pln_1/0/amount", "credits/pln_1/0/currency",
+                                                             "credits/pln_1/0/plan_id"]
+
     def test_no_solutions(self) -> None:
         """No valid end state fails with score 0."""
         v = expected_final_state(episode(world()), [])
         assert not v.passed and v.partial == 0.0 and v.data["state_diff"] == []
+
+    def test_a_copy_of_a_solution_matches_it(self) -> None:
+        """Records equal byte for byte but built apart (not shared objects) match the solution they copy."""
+        s = world()
+        sol = resplit(s, ["100.00"] * 8 + ["99.00"])
+        mine = resplit(s, ["100.00"] * 8 + ["99.00"])
+        assert mine.get("plans", "pln_1") is not sol.get("plans", "pln_1")
+        v = expected_final_state(episode(s, [(event(0, "x"), mine)]), [resplit(s, ["99.00"] * 9), sol])
+        assert v.passed and v.partial == 1.0 and v.checks[0].detail == "matches solution 1"
+        assert v.data["state_diff"] == []
+
+    def test_the_first_matching_solution_is_named_even_when_a_later_one_is_the_same_bytes(self) -> None:
+        """A solution whose records differ only in generated ids (a credit's id) matches as well as a later one
+        with the very same records: the first is named."""
+        s = world()
+        mine = put(s, Credit("crd_agent", "pln_1", "USD", usd("1.00"), "agent's words"))
+        other_id = put(s, Credit("crd_other", "pln_1", "USD", usd("1.00"), "other words"))
+        v = expected_final_state(episode(s, [(event(0, "x"), mine)]), [other_id, mine])
+        assert v.passed and v.checks[0].detail == "matches solution 0"
+        off = put(s, Credit("crd_x", "pln_1", "USD", usd("2.00"), "x"))
+        v = expected_final_state(episode(s, [(event(0, "x"), mine)]), [off, mine])
+        assert v.passed and v.checks[0].detail == "matches solution 1"
+        one_off = resplit(s, ["98.00"] + ["100.00"] * 8)  # one field off the agent's
+        exact = resplit(s, ["99.00"] + ["100.00"] * 8)
+        v = expected_final_state(episode(s, [(event(0, "x"), exact)]), [one_off, resplit(s, ["99.00"] * 9), exact])
+        assert v.passed and v.checks[0].detail == "matches solution 2"
+
+    def test_same_records(self) -> None:
+        """same_records is true only for byte-identical records under every key, and never on a differing one."""
+        from simworld._grading.projection import same_records
+
+        s = world()
+        a = resplit(s, ["100.00"] * 9)
+        keys = {("plans", "pln_1")}
+        assert same_records(a, resplit(s, ["100.00"] * 9), keys)
+        assert not same_records(a, resplit(s, ["100.00"] * 8 + ["99.00"]), keys)
+        assert same_records(a, resplit(s, ["100.00"] * 8 + ["99.00"]), set())
+        assert same_records(a, s, keys)  # the world's unpaid instalments are 100.00 already: the same bytes
+        assert not same_records(resplit(s, ["99.00"] * 9), s, {("fees", "fee_404"), ("plans", "pln_1")})
+        assert same_records(s, s, {("fees", "fee_404")})  # absent from both
+        c = put(s, Credit("crd_1", "pln_1", "USD", usd("1.00"), "x"))
+        assert not same_records(c, s, {("fees", "fee_404"), ("credits", "pln_1")})
+        assert not same_records(s, c, {("credits", "pln_1")})
+        assert not same_records(c, put(s, Credit("crd_2", "pln_1", "USD", usd("1.00"), "x")), {("credits", "pln_1")})
+        assert same_records(c, put(s, Credit("crd_1", "pln_1", "USD", usd("1.00"), "x")), {("credits", "pln_1")})
+        two = put(c, Credit("crd_2", "pln_1", "USD", usd("1.00"), "x"))
+        assert not same_records(c, two, {("credits", "pln_1")}) and not same_records(two, c, {("credits", "pln_1")})
+        assert not same_records(put(s, policy(status="cancelled")), s, {("policies", "pol_1")})
 
 
 # --------------------------------------------------------------------------------------------- authority

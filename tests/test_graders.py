@@ -1053,3 +1053,37 @@ class TestGradingContract:
         assert s.wants_solutions
         assert grade_episode([s], some_episode, sols, {})["passed"] is True
         assert grade_episode([s], some_episode, sols[:1], {})["passed"] is False
+
+
+class TestStateGraderAgreesWithProjecting:
+    @pytest.mark.parametrize("agent", ["reference", "random", "noop", "drift:float", "drift:add-month"])
+    def test_the_verdict_is_that_of_projecting_every_solution(self, agent: str) -> None:
+        """Over real episodes of passing, failing and drifting agents, the state grader (which skips projecting
+        a solution whose records are the agent's own, byte for byte) names the first closest solution, its
+        diff and its score exactly as projecting and diffing every solution does."""
+        from simworld._agents.kinds import build_agent_factory
+        from simworld._grading.projection import diff, project, touched
+
+        factory = build_agent_factory(agent)
+        matched = 0
+        suite = load_suite()
+        for scenario in suite:
+            for seed in (0, 1):
+                ep = play(Environment(scenario, seed, agent_name=agent), factory)
+                solutions = solution_end_states(scenario, seed)
+                v = expected_final_state(ep, solutions)
+                keys = touched([ep.initial_state, ep.final_state, *solutions])
+                actual = project(ep.final_state, keys)
+                expected = [project(s, keys) for s in solutions]
+                diffs = [diff(e, actual) for e in expected]
+                best = min(range(len(solutions)), key=lambda i: len(diffs[i]))
+                assert v.data["state_diff"] == diffs[best], (scenario.id, seed)
+                assert v.passed is (not diffs[best])
+                assert v.partial == max(0.0, 1 - len(diffs[best]) / max(len(expected[best]), 1))
+                if diffs[best]:
+                    assert f"(solution {best})" in v.checks[0].detail
+                else:
+                    assert v.checks[0].detail == f"matches solution {best}"
+                    matched += 1
+        if agent == "reference":
+            assert matched == 2 * len(suite)  # the reference plays a solution: every episode matches one

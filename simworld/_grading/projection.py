@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, memo, to_json
+from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, canonical_json, memo, to_json
 from simworld._world.state import State
 
-__all__ = ["Projection", "diff", "group_key", "project", "record_paths", "touched"]
+__all__ = ["Projection", "diff", "group_key", "project", "record_paths", "same_records", "touched"]
 
 Projection = dict[str, Any]
 
@@ -122,3 +122,26 @@ def diff(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[dict[st
     paths = sorted(set(expected) | set(actual))
     return [{"path": p, "expected": expected.get(p), "actual": actual.get(p)}
             for p in paths if expected.get(p) != actual.get(p)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (a is not None and b is not None and canonical_json(a) == canonical_json(b))
+
+
+def same_records(a: State, b: State, keys: Iterable[tuple[str, str]]) -> bool:
+    """Whether ``a`` and ``b`` hold the same records, byte for byte, under every key (see :func:`group_key`).
+
+    A projection is made of its records' fields alone, so then ``project(a, keys) ==
+    project(b, keys)``: the answer without projecting (records shared between states, or
+    whose canonical JSON was already made for a state hash, cost nothing). False says
+    nothing: records that differ only in what a projection leaves out (generated ids) are
+    equal projections all the same.
+    """
+    for table, key in keys:
+        if table in _BY_PARENT:
+            mine, theirs = a.children(table, _BY_PARENT[table], key), b.children(table, _BY_PARENT[table], key)
+            if len(mine) != len(theirs) or not all(map(_same, mine, theirs)):
+                return False
+        elif not _same(a.get(table, key), b.get(table, key)):
+            return False
+    return True
