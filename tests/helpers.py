@@ -1,7 +1,8 @@
-"""Helpers the tests share: the command line as a user runs it, and private copies of the suite."""
+"""Helpers the tests share: the command line as a user runs it, private copies of the suite, README examples."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -42,3 +43,11 @@ def edit_task(task: Path, **changes: Any) -> None:
         else:
             data[key] = value
     task.write_bytes(orjson.dumps(data))
+
+
+def readme_example(first_line: str) -> str:
+    """The code of README.md's python example whose first line is ``first_line`` (``# gym_example.py``, say)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(" + re.escape(first_line) + r".*?)```", readme, flags=re.S)
+    assert code, f"README.md has no python example starting {first_line!r}"
+    return code.group(1)

@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium
 import pytest
 from gymnasium.utils.env_checker import check_env
+from helpers import readme_example
 
 from simworld._edges.gym import ENV_ID, SimworldEnv
 from simworld._episode.episode import Observation
@@ -143,13 +144,7 @@ class TestEpisodes:
 class TestReadme:
     def test_readme_example_runs(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The README's Gymnasium example runs as written."""
-        import re
-        from pathlib import Path
-
-        readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-        code = re.search(r"```python\n(# gym_example\.py.*?)```", readme, flags=re.S)
-        assert code
-        exec(code.group(1), {})  # noqa: S102 - the README's own example
+        exec(readme_example("# gym_example.py"), {})
         assert capsys.readouterr().out.splitlines()[-1] == "0.0 True False fees"
 
 

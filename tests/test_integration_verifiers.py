@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 import verifiers as vf
+from helpers import readme_example
 from openai.types.chat import ChatCompletion
 
 from simworld._agents.chat import RESUME_NOTE
@@ -262,10 +263,5 @@ class TestEdges:
 class TestReadme:
     def test_readme_example_runs(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The README's verifiers example runs as written."""
-        import re
-
-        readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-        code = re.search(r"```python\n(# verifiers_example\.py.*?)```", readme, flags=re.S)
-        assert code
-        exec(code.group(1), {})  # noqa: S102 - the README's own example
+        exec(readme_example("# verifiers_example.py"), {})
         assert capsys.readouterr().out.splitlines()[-1] == "[0.0, 0.0] ['fees', 'fees']"

@@ -45,18 +45,16 @@ import time
 import weakref
 from collections import deque
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from simworld._agents.chat import RESUME_NOTE, opening, resumed
 from simworld._agents.chat import json_text as _json_text
 from simworld._agents.chat import tool_content as _tool_content
 from simworld._episode.episode import Observation
+from simworld._episode.play import AgentFactory
 from simworld._world.clock import wall_monotonic, wall_time
 from simworld.errors import AgentTimeout, SimworldError
-
-if TYPE_CHECKING:
-    from simworld._episode.play import AgentFactory
 
 __all__ = ["DEFAULT_BASE_URL", "LLMAPIError", "LLMConfigError", "LLMDependencyError", "LLMError", "OpenAIAgent",
            "load_httpx", "openai_factory"]

@@ -359,12 +359,13 @@ def _note_world(out: Path, world: dict[str, object]) -> None:
     The lines were written by the runner as they were graded; they are rewritten at once
     (atomically) at the end, and a resumed run finishes any a kill left without it.
     """
-    from simworld._running.rundir import RESULTS, read_results, replace_bytes
+    from simworld._running.rundir import RESULTS, read_results
+    from simworld._world.events import write_atomic
     from simworld._world.state import canonical_bytes
 
     lines = list(read_results(out / RESULTS))
     if lines and any(line.get("world") != world for line in lines):
-        replace_bytes(out / RESULTS, b"".join(canonical_bytes({**line, "world": world}) + b"\n" for line in lines))
+        write_atomic(out / RESULTS, b"".join(canonical_bytes({**line, "world": world}) + b"\n" for line in lines))
 
 
 #: Up to this many episodes ``run`` prints one row each; beyond, one row per scenario.

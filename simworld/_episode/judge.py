@@ -13,6 +13,7 @@ from simworld._grading.contract import grade_episode
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import TimeGuard
 from simworld._world.state import State
+from simworld.errors import BrokenSolutionError
 
 __all__ = ["grade", "graded_line", "result_line", "solution_end_states"]
 
@@ -41,8 +42,6 @@ def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None =
 
 
 def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None) -> tuple[State, ...]:
-    from simworld.errors import BrokenSolutionError
-
     states = []
     problems = []
     for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):

@@ -29,7 +29,9 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from simworld._running.job import harness_line, play_episode
 from simworld._world.clock import TimeGuard
+from simworld.errors import SimworldError
 
 __all__ = ["Done", "in_processes", "on_ray"]
 
@@ -56,8 +58,6 @@ def _child_start() -> None:
 
 
 def _child_play(index: int) -> tuple[dict[str, Any], bytes | None, str]:
-    from simworld._running.job import play_episode
-
     assert _CONTEXT is not None, "a worker started without its run"
     todo, agent_name, agent_factory, out = _CONTEXT
     line, events = play_episode(todo[index], agent_name, agent_factory, out, _GUARD)
@@ -68,9 +68,6 @@ def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: 
                  workers: int) -> Iterator[Done]:
     """Play ``todo`` on ``workers`` forked processes; yield each episode in grid order as it is done."""
     import multiprocessing
-
-    from simworld._running.job import harness_line
-    from simworld.errors import SimworldError
 
     global _CONTEXT
     if "fork" not in multiprocessing.get_all_start_methods():
@@ -123,9 +120,6 @@ def on_ray(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: Path |
            address: str | None = None, window: int | None = None, max_retries: int = 3) -> Iterator[Done]:
     """Play ``todo`` as Ray tasks on the cluster at ``address`` (a local Ray instance when None); yield each
     episode in grid order as it is done."""
-    from simworld._running.job import harness_line
-    from simworld.errors import SimworldError
-
     try:
         import ray
     except ImportError:
@@ -168,8 +162,6 @@ _RAY_LOCK = threading.Lock()
 
 def _ray_play(shared: Any, scenario_id: str, seed: int, trial: int) -> tuple[dict[str, Any], bytes | None, str]:
     """One episode in a Ray worker process (which keeps one simulated-time guard for its life)."""
-    from simworld._running.job import play_episode
-
     scenarios, agent_name, agent_factory, out = shared
     with _RAY_LOCK:
         if not _RAY_GUARD:

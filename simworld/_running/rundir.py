@@ -29,11 +29,12 @@ from typing import Any
 
 import orjson
 
+from simworld._world.events import write_atomic
 from simworld.errors import RunDirError
 
 __all__ = ["EVENTS", "META", "RESULTS", "Key", "ResultsFile", "atomic_output", "describe_status", "line_key",
            "numbered_lines", "parse_results", "read_meta", "read_results", "redact", "refuse_own_input",
-           "replace_bytes", "rewrite_in_order", "write_meta"]
+           "rewrite_in_order", "write_meta"]
 
 META = "run.json"
 RESULTS = "results.jsonl"
@@ -67,16 +68,9 @@ def line_key(line: Mapping[str, Any]) -> Key:
     return (str(line["scenario"]), int(line["seed"]), int(line.get("trial", 0)))
 
 
-def replace_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file beside it, then a rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def write_meta(out: Path, meta: dict[str, Any]) -> None:
     """Write run.json atomically (sorted keys, indented)."""
-    replace_bytes(out / META, orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    write_atomic(out / META, orjson.dumps(meta, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
 
 
 def read_meta(run_dir: Path) -> dict[str, Any] | None:

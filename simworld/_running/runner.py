@@ -26,6 +26,8 @@ from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode
 from simworld._episode.judge import graded_line
 from simworld._episode.play import AgentFactory, play
+from simworld._episode.replay import rebuild
+from simworld._running.executors import in_processes, on_ray
 from simworld._running.job import Job, run_episode, store_episode
 from simworld._running.rundir import (
     EVENTS,
@@ -39,15 +41,15 @@ from simworld._running.rundir import (
     read_meta,
     read_results,
     redact,
-    replace_bytes,
     rewrite_in_order,
     write_meta,
 )
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import TimeGuard, wall_monotonic, wall_time
+from simworld._world.events import read_events, write_atomic
 from simworld._world.splits import effective_seed, format_seeds
 from simworld._world.state import canonical_bytes
-from simworld.errors import RunDirError, ScenarioError
+from simworld.errors import ReplayError, RunDirError, ScenarioError
 
 __all__ = ["IDENTITY", "RunResult", "grid", "regrade", "run_one", "run_suite", "simworld_version", "suite_digest"]
 
@@ -227,12 +229,8 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
 
     try:
         if executor == "ray":
-            from simworld._running.executors import on_ray
-
             stored(on_ray(todo, agent_name, agent_factory, out, address=ray_address))
         elif workers > 1:
-            from simworld._running.executors import in_processes
-
             stored(in_processes(todo, agent_name, agent_factory, out, workers))
         elif concurrency == 1:
             with TimeGuard() as guard:
@@ -338,9 +336,6 @@ def _shown(value: Any) -> str:
 
 def regrade(run_dir: Path, scenarios: Sequence[Scenario], out: Path) -> list[dict[str, Any]]:
     """Grade every event log under ``run_dir/events`` again, without the agent; write result lines to ``out``."""
-    from simworld._episode.replay import rebuild
-    from simworld._world.events import read_events
-
     events_dir = run_dir / EVENTS
     if not events_dir.is_dir():
         raise ScenarioError(f"{run_dir}: no events/ directory; pass a directory written by simworld run.")
@@ -358,13 +353,11 @@ def regrade(run_dir: Path, scenarios: Sequence[Scenario], out: Path) -> list[dic
         line = {**graded_line(by_id[episode.scenario], episode, trial=int(log.header.get("trial", 0))),
                 "hook_errors": []}
         results.append(line)
-    replace_bytes(out, b"".join(canonical_bytes(r) + b"\n" for r in results))
+    write_atomic(out, b"".join(canonical_bytes(r) + b"\n" for r in results))
     return results
 
 
 def _header(path: Path) -> dict[str, Any]:
-    from simworld.errors import ReplayError
-
     with path.open("rb") as f:
         first = f.readline()
     try:
