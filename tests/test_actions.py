@@ -421,3 +421,43 @@ class TestWorldNeverCrashes:
         unknown = w.call(10**5000, {})
         assert unknown.tool == "<a value of type int>" and unknown.status == "error"
         assert w.call("get_plan", {"plan_id": 2**70}).args == {"plan_id": str(2**70)}  # as it always was
+
+
+# -- the quick copy: the same answer as the careful walk, on every value -------------------------------------
+
+from hypothesis import example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from simworld._world.actions import _walk, plain_value  # noqa: E402
+
+_scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.integers()
+            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20)
+            | st.text(alphabet=st.characters(codec="ascii"), min_size=4000, max_size=4200)
+            | st.decimals(allow_nan=False, places=2) | st.dates())
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=6) | st.tuples(inner, inner)
+                       | st.dictionaries(st.text(max_size=8), inner, max_size=6), max_leaves=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values)
+@example(2**63 - 1)
+@example({"a": [2**63, -(2**63) - 1, 2**64, 2**65]})
+@example({"é": "naïve", "x": "\ud800"})
+@example([1.0, -0.0, float("inf")])
+@example({"k" * 5000: 1})
+def test_the_quick_copy_is_the_careful_walk(value: Any) -> None:
+    """Whatever the quick path copies, it copies as the careful walk does; what it cannot, the walk answers."""
+    assert plain_value(value) == _walk(value, "")
+    assert repr(plain_value(value)) == repr(_walk(value, ""))  # -0.0 against 0.0, int against its text
+
+
+def test_the_quick_copy_hands_deep_wide_and_self_containing_values_to_the_walk() -> None:
+    deep: Any = "x"
+    for _ in range(MAX_DEPTH + 1):
+        deep = [deep]
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    wide = {"args": list(range(MAX_NODES + 1))}
+    for value, words in ((deep, "nested more than"), (cycle, "contains itself"), (wide, "more than")):
+        copy, problem = plain_value(value)
+        assert copy is None and problem is not None and words in problem, problem

@@ -132,6 +132,9 @@ class Stepper:
     solutions whose end states grade an episode are played in a Stepper.
     """
 
+    #: Whether observations carry the tool schemas: a solution's scripted steps never read them.
+    shows_tools: bool = True
+
     def __init__(self, scenario: Scenario, seed: int, *, agent_name: str = "user", guard: TimeGuard | None = None):
         self.scenario = scenario
         self.seed = seed
@@ -151,7 +154,7 @@ class Stepper:
         self.variables = MappingProxyType(dict(inst.vars))
         self.request = self.scenario.request(inst.vars)
         self.policy_text = self.scenario.snapshot.policy.render(inst.vars["currency"])
-        self.tool_schemas = self._fresh_tools()
+        self.tool_schemas = self._fresh_tools() if self.shows_tools else ()
         self._steps = 0
         self._calls = 0
         self._crash: Crash | None = None

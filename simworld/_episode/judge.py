@@ -41,11 +41,17 @@ def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None =
     return end_states(scenario, seed, lambda: _play_solutions(scenario, seed, guard))
 
 
+class _SolutionStepper(Stepper):
+    """A Stepper for a solution's scripted steps, which read results, never the tool schemas."""
+
+    shows_tools = False
+
+
 def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None) -> tuple[State, ...]:
     states = []
     problems = []
     for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
-        env = Stepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
+        env = _SolutionStepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
         episode = play(env, steps_factory(steps, name))
         bad = [e for e in episode.events if e.status != "ok"]
         if episode.error or episode.outcome is None or bad:

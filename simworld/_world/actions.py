@@ -144,9 +144,60 @@ def plain_value(value: Any, root: str = "") -> tuple[Any, str | None]:
     a value of any other type.
     """
     try:
+        return _quick(value, [_QUICK_NODES, _QUICK_TEXT], 0), None
+    except Exception:  # _NotQuick, or a container mutated mid-copy: the careful walk reads it, or names why not
+        pass
+    try:
         return _walk(value, root)
     except Exception as exc:  # a container mutated mid-walk, a date whose tzinfo raises: refuse, never crash
         return None, f"{root or 'the action'}: could not be read ({type_name(exc)})"
+
+
+class _NotQuick(Exception):
+    """The value is not one :func:`_quick` copies: the careful walk reads it."""
+
+
+# What the quick copy takes, far inside every limit: a value it copies, the careful walk copies the same.
+_QUICK_NODES, _QUICK_TEXT, _QUICK_STRING, _QUICK_DEPTH = 256, 1 << 16, 1 << 12, 8
+
+
+def _quick(v: Any, budget: list[int], depth: int) -> Any:
+    """A plain copy of ``v`` when it is made of exact dicts, lists, ASCII strings, 64-bit ints, finite floats,
+    bools and None, small and shallow (what nearly every action is); else raise _NotQuick.
+
+    ``budget`` holds the values and the characters still allowed.
+    """
+    t = type(v)
+    if t is str:
+        if len(v) > _QUICK_STRING or not v.isascii():
+            raise _NotQuick
+        budget[1] -= len(v)
+        if budget[1] < 0:
+            raise _NotQuick
+        return v
+    if t is dict or t is list:
+        if depth >= _QUICK_DEPTH:
+            raise _NotQuick
+        budget[0] -= len(v)
+        if budget[0] < 0:
+            raise _NotQuick
+        if t is list:
+            return [_quick(x, budget, depth + 1) for x in v]
+        copy = {}
+        for key, x in v.items():
+            if type(key) is not str:
+                raise _NotQuick
+            copy[_quick(key, budget, depth)] = _quick(x, budget, depth + 1)
+        return copy
+    if t is int:
+        if not -(2**63) <= v < 2**63:
+            raise _NotQuick
+        return v
+    if v is None or t is bool:
+        return v
+    if t is float and math.isfinite(v):
+        return v
+    raise _NotQuick
 
 
 def _walk(value: Any, root: str) -> tuple[Any, str | None]:

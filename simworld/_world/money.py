@@ -9,6 +9,7 @@ exactly, to the minor unit.
 from __future__ import annotations
 
 import decimal
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -181,6 +182,7 @@ def _shown(value: object) -> str:
     return repr(value)
 
 
+@functools.lru_cache(maxsize=1 << 14)  # amounts repeat: a plan's instalments, their sums, across episodes
 def format_minor(minor: int, currency: str) -> str:
     """Format ``minor`` units of ``currency`` as a decimal string (``33334`` → ``"333.34"``)."""
     exp = exponent(currency)
@@ -243,14 +245,14 @@ class Money:
 
     def __add__(self, other: Money) -> Money:
         o = self._same(other)
-        return Money(self.minor + o.minor, self.currency)
+        return _checked(self.minor + o.minor, self.currency)
 
     def __sub__(self, other: Money) -> Money:
         o = self._same(other)
-        return Money(self.minor - o.minor, self.currency)
+        return _checked(self.minor - o.minor, self.currency)
 
     def __neg__(self) -> Money:
-        return Money(-self.minor, self.currency)
+        return _checked(-self.minor, self.currency)
 
     def __lt__(self, other: Money) -> bool:
         return self.minor < self._same(other).minor
@@ -263,6 +265,19 @@ class Money:
 
     def __ge__(self, other: Money) -> bool:
         return self.minor >= self._same(other).minor
+
+
+_bare = object.__new__
+_put = object.__setattr__
+
+
+def _checked(minor: int, currency: str) -> Money:
+    """``Money(minor, currency)`` for values already known good (the sum of two amounts of one currency):
+    arithmetic makes most amounts, and the validators would only check again what its inputs passed."""
+    m = _bare(Money)
+    _put(m, "minor", minor)
+    _put(m, "currency", currency)
+    return m
 
 
 def allocate(total: Money, parts: int, remainder: Remainder = "last") -> list[Money]:
