@@ -18,7 +18,7 @@ import orjson
 
 from simworld._world.clock import format_instant, parse_instant
 from simworld._world.dates import parse_date
-from simworld._world.money import Money
+from simworld._world.money import Money, format_minor
 from simworld.errors import SnapshotError
 
 __all__ = [
@@ -238,6 +238,10 @@ for _cls in (*MODELS.values(), Instalment):
     attrs.resolve_types(_cls)
 
 
+#: Types whose values are their own JSON, and the record classes (by exact type: what :func:`_dump` checks first).
+_AS_IS = frozenset({str, int, bool, type(None)})
+_RECORDS = frozenset({*MODELS.values(), Instalment})
+
 #: Each record class's field names, in declaration order.
 _NAMES: dict[type[Any], tuple[str, ...]] = {}
 
@@ -252,11 +256,13 @@ def _names(cls: type[Any]) -> tuple[str, ...]:
 def _dump(value: Any, canonical: bool) -> Any:
     """One field's JSON value; a record inside a record is its own (cached) bytes, embedded as they are."""
     kind = type(value)
-    if kind is str or kind is int or value is None:
+    if kind in _AS_IS:
         return value
-    real_date, real_datetime = _REAL_DATE_TYPES
     if kind is Money:
-        return str(value)
+        return format_minor(value.minor, value.currency)
+    if kind in _RECORDS:
+        return orjson.Fragment(canonical_json(value) if canonical else json_bytes(value))
+    real_date, real_datetime = _REAL_DATE_TYPES
     if kind is real_datetime or (kind is not real_date and isinstance(value, real_datetime)):
         return format_instant(value)
     if kind is real_date or isinstance(value, real_date):
