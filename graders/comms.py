@@ -273,7 +273,17 @@ def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
 
     known = _Known.__new__(_Known)
     known.amounts, known.dates = set(), set()
-    known._absorb(to_json(record))
+    for name, value in to_json(record).items():
+        held = getattr(record, name, None)
+        if type(held) is tuple and held and all(hasattr(r, "__dict__") and hasattr(r, "__attrs_attrs__") for r in held):
+            # Records inside the record (a plan's instalments): each one's figures are kept on it, and most
+            # are the same objects in the state before and after.
+            for inner in held:
+                amounts, dates = memo(inner, "_comms_figures", _record_figures)
+                known.amounts.update(amounts)
+                known.dates.update(dates)
+        else:
+            known._absorb(value)
     return frozenset(known.amounts), frozenset(known.dates)
 
 

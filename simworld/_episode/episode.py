@@ -132,8 +132,9 @@ class Stepper:
     solutions whose end states grade an episode are played in a Stepper.
     """
 
-    #: Whether observations carry the tool schemas: a solution's scripted steps never read them.
-    shows_tools: bool = True
+    #: Whether an agent reads the observations: a solution's scripted steps read only the results, so for them
+    #: the request is not written out and the tool schemas are not copied.
+    for_agent: bool = True
 
     def __init__(self, scenario: Scenario, seed: int, *, agent_name: str = "user", guard: TimeGuard | None = None):
         self.scenario = scenario
@@ -152,9 +153,9 @@ class Stepper:
         self._initial = inst.state
         self._start = inst.clock
         self.variables = MappingProxyType(dict(inst.vars))
-        self.request = self.scenario.request(inst.vars)
+        self.request = self.scenario.request(inst.vars) if self.for_agent else ""
         self.policy_text = self.scenario.snapshot.policy.render(inst.vars["currency"])
-        self.tool_schemas = self._fresh_tools() if self.shows_tools else ()
+        self.tool_schemas = self._fresh_tools() if self.for_agent else ()
         self._steps = 0
         self._calls = 0
         self._crash: Crash | None = None

@@ -42,9 +42,9 @@ def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None =
 
 
 class _SolutionStepper(Stepper):
-    """A Stepper for a solution's scripted steps, which read results, never the tool schemas."""
+    """A Stepper for a solution's scripted steps, which read results, never the request or the tool schemas."""
 
-    shows_tools = False
+    for_agent = False
 
 
 def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None) -> tuple[State, ...]:
