@@ -86,6 +86,16 @@ def main() -> None:
             size = (args.dir / f"out.{fmt}.jsonl").stat().st_size
             print(f"{fmt:<7} workers={workers} {report.written} episodes in {seconds:6.1f} s: "
                   f"{report.written / seconds:8.0f} episodes/s, {size / 1e6:7.1f} MB")
+    for fmt in FORMATS:  # the disk's own ceiling: the same bytes written again, with no export work at all
+        done = args.dir / f"out.{fmt}.jsonl"
+        t = time.perf_counter()
+        with done.open("rb") as src, (args.dir / "copy.jsonl").open("wb") as dst:
+            while block := src.read(1 << 20):
+                dst.write(block)
+        seconds = time.perf_counter() - t
+        (args.dir / "copy.jsonl").unlink()
+        print(f"{fmt:<7} output written again as bytes: {done.stat().st_size / seconds / 1e6:,.0f} MB/s, a ceiling of "
+              f"{args.episodes / seconds:,.0f} episodes/s for this format on this disk")
     n_all, _, peak_all = measure(run, "openai")
     tenth = args.dir / "tenth"
     build(tenth, args.episodes // 10)

@@ -12,7 +12,11 @@ child process and timed by the kernel (user + system CPU of the finished child):
 3. workers: wall-clock episodes per second with ``--workers N`` against one process
    (ratio), both cold, and whether the two results.jsonl are byte-identical;
 4. with ``--baseline DIR`` (a checkout of an older simworld), its cold small-world figure
-   measured in the same run, and the ratio.
+   measured in the same run, and the ratio;
+5. where the time goes: the same sweep in one process (no run directory), split into the
+   perturbed start, the agent's episode, the solution replays and the grading; the CPU of a
+   one-seed run (start-up and first use); and the CPU of writing one event file (an
+   episode's file is created and renamed: a floor under every episode of a run).
 
 Figures are printed; nothing is asserted (machines are shared and noisy: quote ratios).
 """
@@ -83,8 +87,56 @@ def main() -> None:
         same = (work / "w1" / "results.jsonl").read_bytes() == (work / "wk" / "results.jsonl").read_bytes()
         print(f"workers: 1 process {n1 / wall1:,.1f} episodes/s wall, {args.workers} workers {nk / wallk:,.1f} "
               f"({(nk / wallk) / (n1 / wall1):.2f}x); results.jsonl identical: {same}")
+        where_the_time_goes(work, args.seeds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+SPLIT = """
+import os, sys, time
+os.environ["SIMWORLD_NO_CACHE"] = "1"
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.environment import Environment
+from simworld._episode.judge import _play_solutions, grade
+from simworld._episode.play import play
+from simworld._scenario.scenario import load_suite
+from simworld._world.clock import TimeGuard
+suite, agent = load_suite(), build_agent_factory("reference")
+first, count = int(sys.argv[1]), int(sys.argv[2])
+parts = dict(start=0.0, agent=0.0, solutions=0.0, grading=0.0)
+with TimeGuard() as guard:
+    for s in suite:  # the first use of every scenario, grader and tool, not counted
+        grade(s, play(Environment(s, 1, agent_name="reference", guard=guard), agent), _play_solutions(s, 1, guard))
+    for seed in range(first, first + count):
+        for s in suite:
+            t0 = time.process_time(); s.instance(seed); t1 = time.process_time()
+            episode = play(Environment(s, seed, agent_name="reference", guard=guard), agent); t2 = time.process_time()
+            solutions = _play_solutions(s, seed, guard); t3 = time.process_time()
+            grade(s, episode, solutions); t4 = time.process_time()
+            for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                parts[k] += v
+n, cpu = count * len(suite), sum(parts.values())
+print(f"in one process: {n} episodes, {n / cpu:,.0f} graded episodes per CPU-second (" + ", ".join(
+    f"{k} {v / n * 1000:.2f} ms {v / cpu:.0%}" for k, v in parts.items()) + ")")
+"""
+
+
+def where_the_time_goes(work: Path, seeds: int) -> None:
+    """The in-process split, the fixed cost of a run, and the cost of one event file (see the module docstring)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-c", SPLIT, "4000", str(seeds)], env=env, check=True)
+    n, cpu, _ = run(work / "one-seed", "5000..5000", cache=None)
+    print(f"a one-seed run ({n} episodes) as a process: {cpu:.2f} CPU-s (start-up and first use of everything)")
+    sample = next((work / "cold-small" / "events").iterdir()).read_bytes()
+    target = work / "files"
+    target.mkdir()
+    from simworld._world.events import write_atomic
+    t = time.process_time()
+    for i in range(2000):
+        write_atomic(target / f"e{i}.jsonl", sample)
+    per = (time.process_time() - t) / 2000
+    print(f"one event file ({len(sample):,} bytes) written atomically: {per * 1e3:.3f} ms CPU of this process, "
+          f"a ceiling of {1 / per:,.0f} episodes per CPU-second on a run that writes one per episode")
 
 
 if __name__ == "__main__":

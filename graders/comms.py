@@ -275,7 +275,7 @@ def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
     known.amounts, known.dates = set(), set()
     for name, value in to_json(record).items():
         held = getattr(record, name, None)
-        if type(held) is tuple and held and all(hasattr(r, "__dict__") and hasattr(r, "__attrs_attrs__") for r in held):
+        if type(held) is tuple and all(hasattr(r, "__attrs_attrs__") for r in held):
             # Records inside the record (a plan's instalments): each one's figures are kept on it, and most
             # are the same objects in the state before and after.
             for inner in held:

@@ -152,6 +152,26 @@ class TestDetectors:
         """Claims are found in the affirmative and not under a negation."""
         assert {c for c, _phrase, _cur in _claims_made(text)} == claims
 
+    @pytest.mark.parametrize("seed", [0, 3])
+    def test_a_records_figures_are_those_of_its_whole_json(self, seed: int) -> None:
+        """A record's figures (a plan's taken from those kept on its instalments) are exactly the amounts and
+        dates its whole JSON shows, for every record of every scenario's start."""
+        from graders.comms import _Known, _record_figures
+        from simworld._scenario.scenario import load_suite
+        from simworld._world.models import TABLES, to_json
+
+        seen = 0
+        for scenario in load_suite():
+            state = scenario.instance(seed).state
+            for table in TABLES:
+                for record in state.records(table):
+                    walked = _Known.__new__(_Known)
+                    walked.amounts, walked.dates = set(), set()
+                    walked._absorb(to_json(record))
+                    assert _record_figures(record) == (frozenset(walked.amounts), frozenset(walked.dates)), record
+                    seen += 1
+        assert seen > 100
+
     def test_every_claim_has_patterns(self) -> None:
         """Each claim of the closed vocabulary is detectable."""
         assert set(CLAIMS) == {"fee_waived", "change_applied", "currency_changed", "followed_note"}

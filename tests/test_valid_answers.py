@@ -224,3 +224,23 @@ class TestBrokenSolutionNamed:
         report = check_scenario(load_scenario(sc_dir), [0])
         assert [(b.file, b.seed) for b in report.broken_solutions] == [("solution.jsonl", 0)]
         assert not report.solution_failures and report.discriminates and not report.ok
+
+
+class TestSolutionsPlayedLean:
+    """Solutions are played without the request or the tool schemas (no script reads them): the end states,
+    events and outcomes are those of a full Stepper."""
+
+    @pytest.mark.parametrize("seed", [0, 7])
+    def test_same_end_states_as_a_full_stepper(self, seed: int) -> None:
+        from simworld._episode.episode import Stepper
+        from simworld._episode.judge import _play_solutions, _SolutionStepper
+        from simworld._episode.play import play
+        from simworld._episode.steps import steps_factory
+
+        assert _SolutionStepper.for_agent is False and Stepper.for_agent is True
+        for scenario in load_suite():
+            lean = _play_solutions(scenario, seed, None)
+            for state, name, steps in zip(lean, scenario.solution_files, scenario.solutions, strict=True):
+                full = play(Stepper(scenario, seed, agent_name=f"solution:{name}"), steps_factory(steps, name))
+                assert full.final_state.hash == state.hash, (scenario.id, name)
+                assert full.request, "the full Stepper writes the request out"
