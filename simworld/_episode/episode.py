@@ -149,7 +149,7 @@ class Stepper:
         clock = SimClock(inst.clock, self.guard)
         clock.set(inst.clock)
         tools = {name: TOOLS[name] for name in self.scenario.tools}
-        self._world = World(inst.state, clock, self.scenario.snapshot.policy, tools)
+        self._world = World(inst.state, clock, self.scenario.snapshot.policy, tools, inst.calls)
         self._initial = inst.state
         self._start = inst.clock
         self.variables = MappingProxyType(dict(inst.vars))

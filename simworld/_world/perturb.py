@@ -87,6 +87,9 @@ class Perturbed:
     clock: datetime
     vars: dict[str, Any]
     world: dict[str, Any] = attrs.field(factory=dict)
+    #: The tool calls played from this start so far, kept for the next world that makes the same call on the
+    #: same state (see :class:`simworld._world.world.World`).
+    calls: dict[Any, Any] = attrs.field(factory=dict, repr=False)
 
 
 class Draws:

@@ -34,7 +34,8 @@ __all__ = ["World"]
 class World:
     """A live world: mutable only through tool calls, each recorded as an event."""
 
-    def __init__(self, state: State, clock: SimClock, policy: PolicyStore, tools: dict[str, Any]) -> None:
+    def __init__(self, state: State, clock: SimClock, policy: PolicyStore, tools: dict[str, Any],
+                 calls: dict[Any, Any] | None = None) -> None:
         self.state = state
         self.clock = clock
         self.policy = policy
@@ -43,6 +44,7 @@ class World:
         self.states: list[State] = []  # the state after each event
         self.outcome: str | None = None
         self.seq = 0
+        self._calls = calls
 
     # -- lookups tools share -------------------------------------------------------------------------
 
@@ -147,21 +149,44 @@ class World:
             event = Event(seq, at, name, args_json, result, "error", 0.0, "unknown")
         else:
             before = self.state
-            try:
-                kwargs = tool.bind(args_json)
-                result = tool.fn(self, **kwargs)
-                status: Status = "ok"
-            except ToolError as exc:
-                self.state = before
-                result, status = {"error": str(exc)}, exc.status
-            self.clock.advance(tool.latency)
-            recorded, problem = _jsonable(result, "result")
-            if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug, not the agent's
-                raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
+            status: Status
+            key = self._call_key(tool, args_json)
+            played = self._calls.get(key) if key is not None else None  # type: ignore[union-attr]
+            if played is not None and played[0] is before and played[1] is tool:
+                # The same call on the same state, clock and sequence number (by this world or another from
+                # the same start): a tool is a function of those, so its effect and result are these.
+                self.state, recorded = played[2], orjson.loads(played[3])
+                status = played[4]
+                self.clock.advance(tool.latency)
+            else:
+                try:
+                    kwargs = tool.bind(args_json)
+                    result = tool.fn(self, **kwargs)
+                    status = "ok"
+                except ToolError as exc:
+                    self.state = before
+                    result, status = {"error": str(exc)}, exc.status
+                self.clock.advance(tool.latency)
+                recorded, problem = _jsonable(result, "result")
+                if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug
+                    raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
+                if key is not None and len(self._calls) < _CALLS_KEPT:  # type: ignore[arg-type]
+                    self._calls[key] = (before, tool, self.state, orjson.dumps(recorded), status)  # type: ignore[index]
             event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, tool.kind.value)
             if status == "ok" and tool.kind.value == "terminal":
-                self.outcome = result["outcome"]
+                self.outcome = recorded["outcome"]
         return self._record(event)
+
+    def _call_key(self, tool: Any, args: Any) -> tuple[Any, ...] | None:
+        """What a call's effect depends on: the state, the simulated time, the sequence number (new records'
+        ids), the tool and its arguments exactly; None when no calls are kept."""
+        if self._calls is None:
+            return None
+        return id(self.state), self.clock.now, self.seq, id(tool), orjson.dumps(args)
+
+
+#: Calls kept per start (a seed's perturbed world): enough for the agent's and every solution's.
+_CALLS_KEPT = 512
 
 
 def _jsonable(value: Any, root: str) -> tuple[Any, str | None]:
