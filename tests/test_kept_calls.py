@@ -1,0 +1,95 @@
+"""Kept tool calls: a call made again on the same state, time and sequence number takes the kept effect and
+result; the episode it gives is byte for byte the one that running the tool gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+
+from simworld._agents.kinds import build_agent_factory
+from simworld._episode.environment import Environment
+from simworld._episode.judge import _play_solutions
+from simworld._episode.play import play
+from simworld._running.job import event_file_content
+from simworld._scenario.scenario import Scenario, load_suite
+from simworld._world import tools
+from simworld._world.clock import TimeGuard
+from simworld.errors import ToolArgumentError
+
+
+def _fresh(scenario: Scenario) -> Scenario:
+    """A copy with a start of its own (the kept calls live on a scenario's start at a seed)."""
+    return attrs.evolve(scenario)
+
+
+def _episode_bytes(scenario: Scenario, seed: int, agent: str, guard: TimeGuard) -> bytes:
+    episode = play(Environment(scenario, seed, agent_name=agent, guard=guard), build_agent_factory(agent))
+    return event_file_content(scenario, episode)
+
+
+@pytest.mark.parametrize("agent", ["reference", "random"])
+def test_a_call_made_again_gives_the_episode_running_it_gives(agent: str) -> None:
+    """Over the whole suite: the first play runs every tool, the second takes every call from what was kept,
+    and the two event files (results, states' hashes, outcome) are the same bytes."""
+    hits = 0
+    with TimeGuard() as guard:
+        for scenario in load_suite():
+            sc = _fresh(scenario)
+            first = _episode_bytes(sc, 11, agent, guard)
+            kept = dict(sc.instance(11).calls)
+            second = _episode_bytes(sc, 11, agent, guard)
+            assert second == first, sc.id
+            assert sc.instance(11).calls == kept, "the second play made no call the first had not"
+            hits += len(kept)
+    assert hits > 50
+
+
+def test_solutions_take_the_agents_calls_and_end_where_running_them_ends() -> None:
+    """The reference agent plays the first solution: replaying it after the agent adds no kept call, and every
+    solution's end state is the one it reaches with nothing kept."""
+    with TimeGuard() as guard:
+        for scenario in load_suite():
+            cold = _play_solutions(_fresh(scenario), 12, guard)
+            sc = _fresh(scenario)
+            _episode_bytes(sc, 12, "reference", guard)
+            after_agent = len(sc.instance(12).calls)
+            warm = _play_solutions(sc, 12, guard)
+            assert [s.hash for s in warm] == [s.hash for s in cold], sc.id
+            if len(sc.solutions) == 1:
+                assert len(sc.instance(12).calls) == after_agent, sc.id
+
+
+def test_a_kept_result_is_a_fresh_copy_every_time() -> None:
+    """An agent that mutates the result it was handed changes neither what was kept nor another episode."""
+    (scenario,) = load_suite(None, ["split-balance-three-ways"])
+    sc = _fresh(scenario)
+    with TimeGuard() as guard:
+        first = play(Environment(sc, 3, agent_name="reference", guard=guard), build_agent_factory("reference"))
+        second = play(Environment(sc, 3, agent_name="reference", guard=guard), build_agent_factory("reference"))
+        for event in (*first.events, *second.events):
+            if isinstance(event.result, dict):
+                event.result["tampered"] = True
+        third = play(Environment(sc, 3, agent_name="reference", guard=guard), build_agent_factory("reference"))
+    assert second.events[0].result is not first.events[0].result
+    assert all("tampered" not in e.result for e in third.events if isinstance(e.result, dict))
+
+
+def test_a_tool_swapped_for_another_is_run_not_taken_from_what_was_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept calls belong to the tool that made them: a tool replaced (a user's own, a test's) runs afresh."""
+    (scenario,) = load_suite(None, ["waive-small-fee"])
+    sc = _fresh(scenario)
+    with TimeGuard() as guard:
+        before = play(Environment(sc, 4, agent_name="reference", guard=guard), build_agent_factory("reference"))
+        real = tools.TOOLS["waive_fee"]
+
+        def refusing(world: Any, **kwargs: Any) -> dict[str, Any]:
+            raise ToolArgumentError("waive_fee: refused by the replacement")
+
+        monkeypatch.setitem(tools.TOOLS, "waive_fee", attrs.evolve(real, fn=refusing))
+        after = play(Environment(sc, 4, agent_name="reference", guard=guard), build_agent_factory("reference"))
+    waived = [e for e in before.events if e.tool == "waive_fee"]
+    refused = [e for e in after.events if e.tool == "waive_fee"]
+    assert waived and waived[0].status == "ok"
+    assert refused and refused[0].status == "error" and "replacement" in refused[0].result["error"]
