@@ -144,3 +144,54 @@ def test_workers_must_be_positive(run_dir: Path) -> None:
     """--workers 0 is refused with a message naming it."""
     with pytest.raises(export.ExportError, match="--workers 0"):
         export_run(run_dir, "native", io.BytesIO(), workers=0)
+
+
+# -- results carried as their bytes: only when the event lines hash to the result line's events_hash ----------
+
+def _results_by_file(run_dir: Path) -> list[tuple[dict[str, Any], bytes]]:
+    return [(r, (run_dir / "events" / event_file_name(r["scenario"], r["seed"])).read_bytes())
+            for r in read_results(run_dir / "results.jsonl")]
+
+
+def test_results_are_carried_as_bytes_wherever_the_file_is_as_written(run_dir: Path) -> None:
+    """Every file without a crash record is spliced, and each format's line is the one the parsed file gives."""
+    spliced = 0
+    for r, data in _results_by_file(run_dir):
+        parts = export._spliced(data, r["events_hash"])
+        if b'"record":"crash"' in data:
+            assert parts is None
+            continue
+        assert parts is not None, r["scenario"]
+        spliced += 1
+        for fmt in FORMATS:
+            assert export._BUILD[fmt](*parts, r) == export._BUILD[fmt](*export._parts(data), r)
+    assert spliced > 50
+
+
+def _file(*events: Any) -> tuple[bytes, str]:
+    from simworld._world.events import Event, event_file_bytes, events_hash
+
+    listed = [Event(i, "2026-01-01T00:00:00Z", "get_plan", args, result, "ok", 0.2, "read")
+              for i, (args, result) in enumerate(events)]
+    data = event_file_bytes({"scenario": "s", "seed": 1, "agent": "a", "request": "r", "policy": "p", "tools": []},
+                            listed, {"outcome": None, "stop_reason": "agent_stopped", "error": None})
+    return data, events_hash(listed)
+
+
+def test_a_marker_inside_the_arguments_or_the_result_is_parsed_whole() -> None:
+    """Text that looks like the line's own keys, inside the arguments or the result, is never split on: such a
+    file is parsed whole, and its lines are those of the parsed file."""
+    marker = {"a": 1, "record": "event", "result": {"seq": 9, "status": "ok"}}
+    for args, result in ((marker, {"x": 1}), ({"plan_id": "p"}, marker), ({"plan_id": "p"}, [marker, marker])):
+        data, digest = _file(({"plan_id": "p"}, {"ok": True}), (args, result))
+        assert export._spliced(data, digest) is None
+        run = export._parts(data)
+        assert orjson.loads(export._BUILD["native"](*run, {}))["calls"][1]["args"] == args
+
+
+def test_a_file_edited_since_the_run_is_parsed_whole() -> None:
+    """A byte changed in an event line (or an events_hash that is not its own) is not spliced."""
+    data, digest = _file(({"plan_id": "p"}, {"amount": "10.00"}))
+    assert export._spliced(data, digest) is not None
+    assert export._spliced(data.replace(b'"10.00"', b'"10.01"'), digest) is None
+    assert export._spliced(data, "0" * 32) is None and export._spliced(data, None) is None

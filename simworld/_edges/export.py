@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import hashlib
 import itertools
 import mmap
 import multiprocessing
@@ -213,6 +214,45 @@ def _parts(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str,
     return header, events, footer
 
 
+_RESULT_FOLLOWS = b',"record":"event","result":'
+
+
+def _spliced(data: bytes, events_hash: Any) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]] | None:
+    """:func:`_parts` with each call's result left as its bytes, when the file is provably as simworld wrote it.
+
+    The event lines must hash to the result line's ``events_hash``, which is taken of exactly
+    those lines: then each is ``canonical_bytes`` of an event (keys sorted, no whitespace), its
+    ``result`` sits between ``"record":"event"`` and ``"seq"``, and those bytes are the
+    result's canonical JSON, which every format writes unchanged (an ``orjson.Fragment``, or
+    the text of a tool turn). Anything else (a crash record, a file edited since, the marker
+    also inside the arguments) gives None, and the file is parsed whole.
+    """
+    lines = data.split(b"\n")
+    if len(lines) < 3 or lines[-1] or not isinstance(events_hash, str):
+        return None
+    body = lines[1:-2]
+    digest = hashlib.blake2b(digest_size=16)
+    for raw in body:
+        digest.update(raw)
+        digest.update(b"\n")
+    if digest.hexdigest() != events_hash:
+        return None
+    header, footer = orjson.loads(lines[0]), orjson.loads(lines[-2])
+    if header.get("record") != "header" or "request" not in header or footer.get("record") != "footer":
+        return None
+    events = []
+    for raw in body:
+        at = raw.find(_RESULT_FOLLOWS)
+        seq = raw.rfind(b',"seq":')
+        if at < 0 or seq < at or raw.find(_RESULT_FOLLOWS, at + 1) >= 0:
+            return None
+        event = orjson.loads(raw[:at] + b"}")  # args, at, kind, latency
+        event.update(orjson.loads(b"{" + raw[seq + 1:]))  # seq, status, tool
+        event["result"] = orjson.Fragment(raw[at + len(_RESULT_FOLLOWS):seq])
+        events.append(event)
+    return header, events, footer
+
+
 def _read(path: str) -> bytes:
     """The bytes of the file at ``path``, read in one call of its size (no buffered file object, no big buffer)."""
     fd = os.open(path, os.O_RDONLY)
@@ -230,7 +270,8 @@ def _episode_line(run_dir: Path, prefix: str, result: dict[str, Any], fmt: str) 
     the problem (or, if it reads, writes the same line)."""
     name = event_file_name(result["scenario"], int(result["seed"]), int(result.get("trial", 0)))
     try:
-        h, events, f = _parts(_read(prefix + name))
+        data = _read(prefix + name)
+        h, events, f = _spliced(data, result.get("events_hash")) or _parts(data)
         return _BUILD[fmt](h, events, f, result)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return line(_from_file(run_dir / EVENTS / name, result), fmt)

@@ -314,40 +314,65 @@ def to_json(record: Any) -> dict[str, Any]:
 _REAL_DATE_TYPES = (date, datetime)
 
 
-def _load(kind: Any, value: Any, currency: str | None, where: str) -> Any:
-    if value is None:
-        return None
+def _kind(kind: Any) -> str:
+    """How a field of declared type ``kind`` is read from JSON (worked out once per record class)."""
     real_date, real_datetime = _REAL_DATE_TYPES
     if kind is Money or kind == Money | None:
+        return "money"
+    if kind is real_date or kind == real_date | None:
+        return "date"
+    if kind is real_datetime or kind == real_datetime | None:
+        return "instant"
+    if kind == tuple[Instalment, ...]:
+        return "instalments"
+    if kind == tuple[tuple[int, Money], ...]:
+        return "allocations"
+    return "plain"
+
+
+#: Per record class: its fields as (name, how it is read, whether it must be given), and the set of names.
+_READERS: dict[type[Any], tuple[tuple[tuple[str, str, bool], ...], frozenset[str]]] = {}
+
+
+def _reader(cls: type[Any]) -> tuple[tuple[tuple[str, str, bool], ...], frozenset[str]]:
+    reader = _READERS.get(cls)
+    if reader is None:
+        fields = tuple((f.name, _kind(f.type), f.default is attrs.NOTHING) for f in attrs.fields(cls))
+        reader = _READERS[cls] = (fields, frozenset(name for name, _, _ in fields))
+    return reader
+
+
+def _load(kind: str, value: Any, currency: str | None, where: str) -> Any:
+    if value is None or kind == "plain":
+        return value
+    if kind == "money":
         if currency is None:
             raise SnapshotError(f"{where}: an amount needs a currency on its record.")
         return Money.parse(value, currency, name=where)
-    if kind is real_date or kind == real_date | None:
+    if kind == "date":
         return parse_date(value, name=where)
-    if kind is real_datetime or kind == real_datetime | None:
+    if kind == "instant":
         return parse_instant(value)
-    if kind == tuple[Instalment, ...]:
+    if kind == "instalments":
         return tuple(_from_json(Instalment, item, currency, f"{where}[{i}]") for i, item in enumerate(value))
-    if kind == tuple[tuple[int, Money], ...]:
-        return tuple((int(seq), Money.parse(amount, currency or "", name=where)) for seq, amount in value)
-    return value
+    return tuple((int(seq), Money.parse(amount, currency or "", name=where)) for seq, amount in value)
 
 
 def _from_json(cls: type[Any], data: Any, currency: str | None, where: str) -> Any:
     if not isinstance(data, dict):
         raise SnapshotError(f"{where}: expected an object but got {data!r}.")
-    fields = {f.name: f for f in attrs.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise SnapshotError(f"{where}: unknown keys {unknown!r}; allowed: {sorted(fields)!r}.")
+    fields, names = _reader(cls)
+    if not names.issuperset(data):
+        unknown = sorted(set(data) - names)
+        raise SnapshotError(f"{where}: unknown keys {unknown!r}; allowed: {sorted(names)!r}.")
     currency = data.get("currency", currency)
     kwargs = {}
-    for name, f in fields.items():
+    for name, kind, required in fields:
         if name not in data:
-            if f.default is attrs.NOTHING:
+            if required:
                 raise SnapshotError(f"{where}: missing key {name!r}.")
             continue
-        kwargs[name] = _load(f.type, data[name], currency, f"{where}.{name}")
+        kwargs[name] = _load(kind, data[name], currency, f"{where}.{name}")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
