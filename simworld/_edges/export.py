@@ -231,11 +231,9 @@ def _spliced(data: bytes, events_hash: Any) -> tuple[dict[str, Any], list[dict[s
     if len(lines) < 3 or lines[-1] or not isinstance(events_hash, str):
         return None
     body = lines[1:-2]
-    digest = hashlib.blake2b(digest_size=16)
-    for raw in body:
-        digest.update(raw)
-        digest.update(b"\n")
-    if digest.hexdigest() != events_hash:
+    # The event lines, each with its newline, are the bytes between the header's line and the footer's.
+    if hashlib.blake2b(data[len(lines[0]) + 1:len(data) - len(lines[-2]) - 1], digest_size=16).hexdigest() \
+            != events_hash:
         return None
     header, footer = orjson.loads(lines[0]), orjson.loads(lines[-2])
     if header.get("record") != "header" or "request" not in header or footer.get("record") != "footer":
@@ -246,8 +244,7 @@ def _spliced(data: bytes, events_hash: Any) -> tuple[dict[str, Any], list[dict[s
         seq = raw.rfind(b',"seq":')
         if at < 0 or seq < at or raw.find(_RESULT_FOLLOWS, at + 1) >= 0:
             return None
-        event = orjson.loads(raw[:at] + b"}")  # args, at, kind, latency
-        event.update(orjson.loads(b"{" + raw[seq + 1:]))  # seq, status, tool
+        event = orjson.loads(raw[:at] + raw[seq:])  # args, at, kind, latency, seq, status, tool
         event["result"] = orjson.Fragment(raw[at + len(_RESULT_FOLLOWS):seq])
         events.append(event)
     return header, events, footer
@@ -304,7 +301,7 @@ class _Options:
 class _Chunk:
     """A slice of result lines done: its lines, its counts, and the error that stopped it, if one did."""
 
-    data: bytes
+    data: bytes | memoryview
     written: int
     filtered: int
     holdout: int
@@ -379,14 +376,25 @@ def _in_workers(o: _Options, slices: Iterator[list[tuple[int, bytes]]], workers:
             slot = i % slots
             pending.append((slot, pool.apply_async(_export_into, (o, chunk, slot))))
             if len(pending) >= slots:
-                yield _returned(view, *pending.popleft())
+                yield from _handed_out(_returned(view, *pending.popleft()))
         while pending:
-            yield _returned(view, *pending.popleft())
+            yield from _handed_out(_returned(view, *pending.popleft()))
+
+
+def _handed_out(c: _Chunk) -> Generator[_Chunk, None, None]:
+    """Yield ``c``; once the caller is done with it, let go of its view of the shared memory."""
+    try:
+        yield c
+    finally:
+        if isinstance(c.data, memoryview):
+            c.data.release()
 
 
 def _returned(view: memoryview, slot: int, result: Any) -> _Chunk:
+    """A slice done, its lines a view of its slot: written out before the slot takes another slice (the next one
+    is handed out only when the caller asks for the next chunk)."""
     c, size = result.get()
-    return c if size < 0 else attrs.evolve(c, data=bytes(view[slot * _SLOT_BYTES:slot * _SLOT_BYTES + size]))
+    return c if size < 0 else attrs.evolve(c, data=view[slot * _SLOT_BYTES:slot * _SLOT_BYTES + size])
 
 
 def export_run(run_dir: Path, fmt: str, out: IO[bytes], *, passed_only: bool = False, min_score: float | None = None,
