@@ -34,9 +34,11 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import attrs
+
 from simworld._grading.verdict import Check, Verdict
 from simworld._world.models import UNPAID, memo
-from simworld._world.money import EXPONENTS, exponent
+from simworld._world.money import EXPONENTS, Money, exponent
 
 __all__ = ["CLAIMS", "communications", "outgoing_texts"]
 
@@ -268,23 +270,49 @@ class _Known:
 
 
 def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
-    """The amounts and dates one record shows (kept on the record: see :func:`simworld._world.models.memo`)."""
+    """The amounts and dates one record shows (kept on the record: see :func:`simworld._world.models.memo`).
+
+    What its JSON shows, read from the fields themselves: an amount's value, a date, an
+    integer, what a string holds; the figures of records inside it (a plan's instalments)
+    are kept on each of them, and most are the same objects in the state before and after.
+    """
     from simworld._world.models import to_json
 
     known = _Known.__new__(_Known)
     known.amounts, known.dates = set(), set()
-    for name, value in to_json(record).items():
-        held = getattr(record, name, None)
-        if type(held) is tuple and all(hasattr(r, "__attrs_attrs__") for r in held):
-            # Records inside the record (a plan's instalments): each one's figures are kept on it, and most
-            # are the same objects in the state before and after.
+    whole: dict[str, Any] | None = None
+    for name in _field_names(type(record)):
+        held = getattr(record, name)
+        kind = type(held)
+        if kind is str:
+            known._absorb(held)
+        elif kind is Money:
+            known._amount(held.to_decimal())
+        elif kind is _REAL_DATE:
+            known.dates.add(held)
+        elif kind is int:
+            known._amount(Decimal(held))
+        elif held is None or kind is bool:
+            continue
+        elif kind is tuple and all(hasattr(r, "__attrs_attrs__") for r in held):
             for inner in held:
                 amounts, dates = memo(inner, "_comms_figures", _record_figures)
                 known.amounts.update(amounts)
                 known.dates.update(dates)
-        else:
-            known._absorb(value)
+        else:  # anything else (pairs of amounts, an instant) as its JSON shows it
+            whole = whole if whole is not None else to_json(record)
+            known._absorb(whole[name])
     return frozenset(known.amounts), frozenset(known.dates)
+
+
+# The real date class, even when this module is first imported while freezegun runs (``date`` is then its fake,
+# whose base is the real one).
+_REAL_DATE = next(c for c in date.__mro__ if c.__module__ == "datetime" and c.__name__ == "date")
+
+
+@functools.lru_cache(maxsize=64)
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    return tuple(f.name for f in attrs.fields(cls))
 
 
 @functools.lru_cache(maxsize=4096)
