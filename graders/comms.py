@@ -310,9 +310,14 @@ def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
 _REAL_DATE = next(c for c in date.__mro__ if c.__module__ == "datetime" and c.__name__ == "date")
 
 
-@functools.lru_cache(maxsize=64)
+_FIELDS: dict[type[Any], tuple[str, ...]] = {}
+
+
 def _field_names(cls: type[Any]) -> tuple[str, ...]:
-    return tuple(f.name for f in attrs.fields(cls))
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in attrs.fields(cls))
+    return names
 
 
 @functools.lru_cache(maxsize=4096)

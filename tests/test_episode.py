@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simworld import make
 from simworld._agents.kinds import NoopAgent
@@ -192,3 +194,14 @@ def test_scenarios_load_inside_a_time_guard() -> None:
         env = simworld.make("waive-small-fee", seed=2)
         obs = env.reset()
     assert obs.request and env.world.state.get("plans", env.scenario.target["plan"]) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=datetime(1, 1, 2), timezones=st.sampled_from([UTC, timezone(timedelta(hours=-9)),
+                                                                           timezone(timedelta(hours=5, minutes=30))])))
+def test_an_instant_is_written_as_strftime_writes_it(when: datetime) -> None:
+    """format_instant writes the fields itself (freezegun's strftime inspects the stack): the same text."""
+    from simworld._world.clock import format_instant
+
+    utc = when.astimezone(UTC)
+    assert format_instant(when) == utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"

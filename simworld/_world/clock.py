@@ -54,7 +54,11 @@ def parse_instant(value: str) -> datetime:
 def format_instant(value: datetime) -> str:
     """Format an aware datetime as UTC ISO with millisecond precision and ``Z``."""
     utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    if utc.year < 1000:  # strftime's %Y does not pad such a year on every platform: keep its text
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # Written out, not strftime: under a TimeGuard strftime is freezegun's, which inspects the call stack.
+    return (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}."
+            f"{utc.microsecond // 1000:03d}Z")
 
 
 @attrs.define
