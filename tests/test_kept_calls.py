@@ -12,6 +12,7 @@ from simworld._agents.kinds import build_agent_factory
 from simworld._episode.environment import Environment
 from simworld._episode.judge import _play_solutions
 from simworld._episode.play import play
+from simworld._episode.steps import steps_factory
 from simworld._running.job import event_file_content
 from simworld._scenario.scenario import Scenario, load_suite
 from simworld._world import tools
@@ -93,3 +94,66 @@ def test_a_tool_swapped_for_another_is_run_not_taken_from_what_was_kept(monkeypa
     refused = [e for e in after.events if e.tool == "waive_fee"]
     assert waived and waived[0].status == "ok"
     assert refused and refused[0].status == "error" and "replacement" in refused[0].result["error"]
+
+
+# -- a solution whose calls the agent made is not played again -------------------------------------------------
+
+def _reference(sc: Scenario, seed: int, guard: TimeGuard) -> Any:
+    return play(Environment(sc, seed, agent_name="reference", guard=guard), build_agent_factory("reference"))
+
+
+def test_a_solution_the_agent_played_call_for_call_ends_where_playing_it_ends() -> None:
+    """Over the whole suite: the first solution (the reference agent's calls) is taken from the episode and
+    every solution's end state is the one played with no episode given; a recovery scenario plays them all."""
+    from simworld._episode.judge import made_the_calls_of
+
+    taken = 0
+    with TimeGuard() as guard:
+        for scenario in load_suite():
+            for seed in (0, 9):
+                played = _play_solutions(_fresh(scenario), seed, guard)
+                sc = _fresh(scenario)
+                episode = _reference(sc, seed, guard)
+                matched = made_the_calls_of(episode, sc, sc.solutions[0], sc.id)
+                assert matched == (sc.recovery is None), sc.id
+                shortcut = _play_solutions(sc, seed, guard, episode)
+                assert [s.hash for s in shortcut] == [s.hash for s in played], (sc.id, seed)
+                if matched:
+                    assert shortcut[0] is episode.final_state
+                    taken += 1
+    assert taken > 40
+
+
+@pytest.mark.parametrize("agent", ["random", "drift:float", "drift:add-month", "noop"])
+def test_an_agent_whose_calls_differ_has_every_solution_played(agent: str) -> None:
+    """An episode that is not a solution's calls, byte for byte, spares nothing (drift agents differ by a cent
+    or a day in one argument)."""
+    from simworld._episode.judge import made_the_calls_of
+
+    with TimeGuard() as guard:
+        for scenario in load_suite():
+            episode = play(Environment(scenario, 5, agent_name=agent, guard=guard), build_agent_factory(agent))
+            for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
+                if made_the_calls_of(episode, scenario, steps, name):
+                    # only when the agent's calls really are the solution's, argument bytes and all
+                    assert [(e.tool, e.args) for e in episode.events] == [
+                        (e.tool, e.args) for e in play(Environment(scenario, 5, agent_name="x", guard=guard),
+                                                       steps_factory(steps, name)).events], (agent, name)
+
+
+def test_a_broken_solution_is_named_even_when_the_agent_played_another(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sparing the solution the agent played never hides another one that does not play at this seed."""
+    from simworld._episode.judge import made_the_calls_of
+    from simworld.errors import BrokenSolutionError
+
+    scenario = next(s for s in load_suite() if len(s.solutions) > 1 and s.recovery is None)
+    sc = _fresh(scenario)
+    with TimeGuard() as guard:
+        episode = _reference(sc, 2, guard)
+        assert made_the_calls_of(episode, sc, sc.solutions[0], sc.id)
+        broken = list(sc.solutions)
+        broken[1] = broken[1][:1]  # the second solution cut after its first call: no terminal tool
+        sc2 = attrs.evolve(sc, solutions=tuple(broken))
+        episode2 = _reference(sc2, 2, guard)
+        with pytest.raises(BrokenSolutionError, match=sc2.solution_files[1]):
+            _play_solutions(sc2, 2, guard, episode2)

@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from simworld._episode.endstates import end_states
 from simworld._episode.episode import Episode, Stepper
 from simworld._episode.play import play
 from simworld._episode.steps import steps_factory
 from simworld._grading.contract import grade_episode
-from simworld._scenario.scenario import Scenario
+from simworld._scenario.scenario import Scenario, Step
+from simworld._world.actions import plain_value
 from simworld._world.clock import TimeGuard
 from simworld._world.state import State
+from simworld._world.templates import resolve_args
 from simworld.errors import BrokenSolutionError
 
 __all__ = ["grade", "graded_line", "result_line", "solution_end_states"]
@@ -26,19 +30,23 @@ def graded_line(scenario: Scenario, episode: Episode, solutions: Sequence[State]
     every trial and every agent).
     """
     if solutions is None:
-        solutions = solution_end_states(scenario, episode.seed)
+        solutions = solution_end_states(scenario, episode.seed, episode=episode)
     return {**result_line(episode, grade(scenario, episode, solutions)), "category": scenario.category, "trial": trial}
 
 
-def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None) -> tuple[State, ...]:
+def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None, *,
+                        episode: Episode | None = None) -> tuple[State, ...]:
     """The end state of every solution of ``scenario`` at ``seed`` (played once, then kept: see
     :mod:`simworld._episode.endstates`).
 
     A solution that does not play to a terminal tool, every call ok, is a
     BrokenSolutionError (a ScenarioError) naming each such solution file: the ground
     truth is wrong, and no agent should be graded against it.
+
+    ``episode``, an episode played from this seed's start, spares playing a solution whose
+    calls it made, exactly and in order (see :func:`made_the_calls_of`): its end state is that one.
     """
-    return end_states(scenario, seed, lambda: _play_solutions(scenario, seed, guard))
+    return end_states(scenario, seed, lambda: _play_solutions(scenario, seed, guard, episode))
 
 
 class _SolutionStepper(Stepper):
@@ -47,10 +55,44 @@ class _SolutionStepper(Stepper):
     for_agent = False
 
 
-def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None) -> tuple[State, ...]:
+def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step], where: str) -> bool:
+    """Whether ``episode`` made exactly the calls ``steps`` make, in order, every one ok, ending at a terminal tool.
+
+    Each step's arguments are resolved as a solution's are, against the episode's own results, and
+    compared with the calls' arguments as bytes. The same start, the same calls: the determinism
+    contract makes the end state the one playing ``steps`` reaches (the same contract kept calls rest
+    on, see :class:`simworld._world.world.World`). A recovery scenario, whose agent dies mid-episode,
+    always plays its solutions.
+    """
+    events = episode.events
+    if (scenario.recovery is not None or episode.error is not None or episode.stop_reason != "terminal"
+            or len(events) != len(steps)):
+        return False
+    variables = dict(episode.variables)
+    results: list[Any] = []
+    for i, (step, event) in enumerate(zip(steps, events, strict=True)):
+        if event.status != "ok" or event.tool != step.tool:
+            return False
+        try:
+            args = resolve_args(step.args, variables, results, f"{where} step {i}")
+        except Exception:  # a reference the episode's results do not hold: play the solution, which names it
+            return False
+        plain, problem = plain_value(args, "args")
+        if problem is not None or orjson.dumps(plain) != orjson.dumps(event.args):
+            return False
+        results.append(event.result)
+    return True
+
+
+def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None,
+                    episode: Episode | None = None) -> tuple[State, ...]:
     states = []
     problems = []
     for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
+        if episode is not None and episode.initial_state is scenario.instance(seed).state and \
+                made_the_calls_of(episode, scenario, steps, f"{scenario.id}/{name}"):
+            states.append(episode.final_state)
+            continue
         env = _SolutionStepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
         episode = play(env, steps_factory(steps, name))
         bad = [e for e in episode.events if e.status != "ok"]

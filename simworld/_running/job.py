@@ -54,7 +54,7 @@ def play_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Pa
     try:
         episode = play(Environment(scenario, seed, agent_name=agent_name, guard=guard), agent_factory)
         stage = "grading"
-        line = graded_line(scenario, episode, solution_end_states(scenario, seed, guard), trial)
+        line = graded_line(scenario, episode, solution_end_states(scenario, seed, guard, episode=episode), trial)
     except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
         line = harness_line(scenario.id, seed, trial, agent_name, episode,
                             f"while {stage}: " + describe_exception(exc, frames=True), category=scenario.category)
