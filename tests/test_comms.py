@@ -155,15 +155,19 @@ class TestDetectors:
     @pytest.mark.parametrize("seed", [0, 3])
     def test_a_records_figures_are_those_of_its_whole_json(self, seed: int) -> None:
         """A record's figures (a plan's taken from those kept on its instalments) are exactly the amounts and
-        dates its whole JSON shows, for every record of every scenario's start."""
+        dates its whole JSON shows, for every record of every scenario's start and of the reference's end."""
         from graders.comms import _Known, _record_figures
+        from simworld._agents.kinds import build_agent_factory
+        from simworld._episode.environment import Environment
+        from simworld._episode.play import play
         from simworld._scenario.scenario import load_suite
         from simworld._world.models import TABLES, to_json
 
         seen = 0
         for scenario in load_suite():
-            state = scenario.instance(seed).state
-            for table in TABLES:
+            # the start, and the end the reference agent leaves (messages, declines, escalations: their instants)
+            end = play(Environment(scenario, seed, agent_name="reference"), build_agent_factory("reference"))
+            for state, table in ((s, t) for s in (scenario.instance(seed).state, end.final_state) for t in TABLES):
                 for record in state.records(table):
                     walked = _Known.__new__(_Known)
                     walked.amounts, walked.dates = set(), set()
