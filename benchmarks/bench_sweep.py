@@ -111,7 +111,7 @@ with TimeGuard() as guard:
         for s in suite:
             t0 = time.process_time(); s.instance(seed); t1 = time.process_time()
             episode = play(Environment(s, seed, agent_name="reference", guard=guard), agent); t2 = time.process_time()
-            solutions = _play_solutions(s, seed, guard); t3 = time.process_time()
+            solutions = _play_solutions(s, seed, guard, episode); t3 = time.process_time()  # as a run does
             grade(s, episode, solutions); t4 = time.process_time()
             for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 parts[k] += v
