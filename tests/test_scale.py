@@ -135,34 +135,61 @@ class TestWorkers:
         assert sum(seen.values()) == len(SLICE) * 3 * 2 and len(seen) >= 1
 
     def test_a_worker_that_dies_loses_nothing_and_counts_nothing_twice(self, tmp_path: Path, cache: Path) -> None:
-        """An agent that kills its worker process (once) is played again in a new pool: every episode once, in
-        grid order, the same bytes as a run where nothing died."""
-        agent = tmp_path / "killer.py"
-        marker = tmp_path / "died"
-        agent.write_text(
+        """An agent that kills its worker process (once, on its first action anywhere) is played again in a new
+        pool: every episode once, in grid order, the same bytes as a run where nothing died."""
+        marker = tmp_path / "a-worker-died"
+        (tmp_path / "killer.py").write_text(
             "import os\n"
-            "from simworld.agents import StepsAgent\n"
             f"MARKER = {str(marker)!r}\n"
             "class Once:\n"
-            "    def __init__(self, scenario, seed, variables):\n"
-            "        self.inner = StepsAgent(scenario.solutions[0], variables, 'killer')\n"
-            "        if seed == 1 and scenario.id == 'split-balance-three-ways' and not os.path.exists(MARKER):\n"
+            "    def act(self, observation):\n"
+            "        if not os.path.exists(MARKER):\n"
             "            open(MARKER, 'w').close()\n"
             "            os._exit(9)\n"
-            "    def act(self, observation):\n"
-            "        return self.inner.act(observation)\n")
+            "        return None\n")
         sys.path.insert(0, str(tmp_path))
         try:
             factory = build_agent_factory("python:killer:Once")
             died = run_suite(SLICE, [0, 1, 2], "python:killer:Once", factory, tmp_path / "died", workers=2)
+            assert marker.exists(), "precondition: a worker died"
             calm = run_suite(SLICE, [0, 1, 2], "python:killer:Once", factory, tmp_path / "calm")
         finally:
             sys.path.remove(str(tmp_path))
-        assert marker.exists(), "precondition: a worker died"
         assert died.results == calm.results and died.harness_errors == 0
+        assert all(r["stop_reason"] == "agent_stopped" for r in died.results)
         assert _run_dir(tmp_path / "died") == _run_dir(tmp_path / "calm")
         keys = [(r["scenario"], r["seed"], r["trial"]) for r in died.results]
         assert len(keys) == len(set(keys)) == len(SLICE) * 3
+
+    def test_an_episode_that_always_kills_its_worker_is_the_only_one_lost(self, tmp_path: Path, cache: Path) -> None:
+        """Episodes go to workers several a task; one that kills its worker every time is recorded as lost, and
+        the episodes that shared its task are played again on their own and kept."""
+        from simworld._episode.environment import Environment
+
+        target = Environment(SLICE[0], 1).reset().request
+        (tmp_path / "always.py").write_text(
+            "import os\n"
+            f"TARGET = {target!r}\n"
+            "class Always:\n"
+            "    def act(self, observation):\n"
+            "        if observation.request == TARGET:\n"
+            "            os._exit(9)\n"
+            "        return None\n")
+        sys.path.insert(0, str(tmp_path))
+        try:
+            factory = build_agent_factory("python:always:Always")
+            died = run_suite(SLICE, [0, 1, 2], "python:always:Always", factory, tmp_path / "died", workers=2)
+        finally:
+            sys.path.remove(str(tmp_path))
+        calm = run_suite(SLICE, [0, 1, 2], "noop", build_agent_factory("noop"), tmp_path / "calm")
+        doomed = {(s.id, seed) for s in SLICE for seed in (0, 1, 2) if Environment(s, seed).reset().request == target}
+        assert ("split-balance-three-ways", 1) in doomed and len(doomed) < len(SLICE) * 3
+        lost = [r for r in died.results if r["harness_error"] is not None]
+        assert {(r["scenario"], r["seed"]) for r in lost} == doomed
+        assert all("died 2 times" in r["harness_error"] for r in lost)
+        kept = [{k: v for k, v in r.items() if k != "agent"} for r in died.results if r["harness_error"] is None]
+        assert kept == [{k: v for k, v in r.items() if k != "agent"} for r in calm.results
+                        if (r["scenario"], r["seed"]) not in doomed]
 
     def test_workers_and_threads_do_not_combine(self, tmp_path: Path) -> None:
         """--workers with --concurrency is refused with one line naming both."""

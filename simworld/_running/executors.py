@@ -8,9 +8,10 @@ dead worker's task is retried.
 
 - ``workers > 1``: a pool of forked processes on this machine, each with its own
   simulated-time guard. The suite and the agent are inherited when the pool forks, so
-  nothing is pickled but the (scenario, seed, trial) keys out and the results back. A
-  worker that dies takes its episodes with it; they are played again once in a new
-  pool, and an episode that loses a second worker is recorded as a ``harness_error``.
+  nothing is pickled but the (scenario, seed, trial) keys out and the results back,
+  several episodes a task. A worker that dies takes the episodes in flight with it; each
+  is played again alone in a new pool, so an episode that kills its worker a second time
+  is the one recorded as a ``harness_error`` and the others are kept.
 - ``ray``: one Ray task per episode, the suite and the agent put in Ray's object store
   once. Ray retries a task whose worker died (``max_retries``); the result that comes
   back is the only one written.
@@ -57,11 +58,17 @@ def _child_start() -> None:
     _GUARD.__enter__()
 
 
-def _child_play(index: int) -> tuple[dict[str, Any], bytes | None, str]:
+def _child_play(indices: tuple[int, ...]) -> list[tuple[dict[str, Any], bytes | None, str]]:
+    """Play some episodes of the run, in order (several a task: one task per episode costs the run's process
+    about as much as a cheap episode does)."""
     assert _CONTEXT is not None, "a worker started without its run"
     todo, agent_name, agent_factory, out = _CONTEXT
-    line, events = play_episode(todo[index], agent_name, agent_factory, out, _GUARD)
-    return line, events, _worker_label()
+    label = _worker_label()
+    return [(*play_episode(todo[i], agent_name, agent_factory, out, _GUARD), label) for i in indices]
+
+
+#: Episodes a task on first try; the episodes of a task whose worker died are tried again one at a time.
+_CHUNK = 8
 
 
 def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: Path | None,
@@ -75,42 +82,56 @@ def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: 
                             "use --concurrency or --executor ray.")
     context = multiprocessing.get_context("fork")
     _CONTEXT = (todo, agent_name, agent_factory, out)
-    window = 4 * workers
+    window = 2 * workers  # tasks in flight
     attempts = [0] * len(todo)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
-    # None in place of a future: the episode lost its worker too often, and is recorded as such in its turn.
-    pending: deque[tuple[int, Future[tuple[dict[str, Any], bytes | None, str]] | None]] = deque()
+    pending: deque[tuple[tuple[int, ...], Future[list[tuple[dict[str, Any], bytes | None, str]]]]] = deque()
     following = 0  # the next index to submit
+
+    def alone(index: int) -> Iterator[Done]:
+        """Play one episode with nothing else in flight, so that a worker's death names it; after _ATTEMPTS
+        deaths it is recorded as lost."""
+        nonlocal pool
+        while attempts[index] < _ATTEMPTS:
+            attempts[index] += 1
+            try:
+                ((line, events, worker),) = pool.submit(_child_play, (index,)).result()
+            except BrokenProcessPool:
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
+                continue
+            yield todo[index], line, events, worker
+            return
+        scenario, seed, trial = todo[index]
+        yield todo[index], harness_line(
+            scenario.id, seed, trial, agent_name, None,
+            f"while running: the worker process playing it died {attempts[index]} times",
+            category=scenario.category), None, "lost"
+
     try:
         while pending or following < len(todo):
             while following < len(todo) and len(pending) < window:
-                attempts[following] += 1
-                pending.append((following, pool.submit(_child_play, following)))
-                following += 1
-            index, future = pending.popleft()
-            if future is None:
-                scenario, seed, trial = todo[index]
-                yield todo[index], harness_line(
-                    scenario.id, seed, trial, agent_name, None,
-                    f"while running: the worker process playing it died {attempts[index]} times",
-                    category=scenario.category), None, "lost"
-                continue
+                chunk = tuple(range(following, min(following + _CHUNK, len(todo))))
+                for i in chunk:
+                    attempts[i] += 1
+                pending.append((chunk, pool.submit(_child_play, chunk)))
+                following += len(chunk)
+            indices, future = pending.popleft()
             try:
-                line, events, worker = future.result()
+                done = future.result()
             except BrokenProcessPool:
-                # A worker died (killed, out of memory): every episode in flight is lost with the pool.
+                # A worker died (killed, out of memory, an agent that exits): every episode in flight is lost with
+                # the pool. Each is played again alone, in grid order, so only the one that kills its worker
+                # again is lost; the others are kept.
                 pool.shutdown(wait=False, cancel_futures=True)
                 pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
-                lost = sorted([index] + [i for i, _ in pending])
+                suspects = sorted([*indices, *(i for chunk, _ in pending for i in chunk)])
                 pending.clear()
-                for i in lost:
-                    if attempts[i] < _ATTEMPTS:
-                        attempts[i] += 1
-                        pending.append((i, pool.submit(_child_play, i)))
-                    else:
-                        pending.append((i, None))
+                for i in suspects:
+                    yield from alone(i)
                 continue
-            yield todo[index], line, events, worker
+            for index, (line, events, worker) in zip(indices, done, strict=True):
+                yield todo[index], line, events, worker
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         _CONTEXT = None
