@@ -226,6 +226,41 @@ def test_ray_writes_what_one_process_writes(tmp_path: Path, cache: Path) -> None
     assert meta["executor"] == "ray" and sum(meta["workers_seen"].values()) == len(SLICE) * 2
 
 
+def test_a_ray_worker_that_dies_is_retried_and_counted_once(tmp_path: Path, cache: Path) -> None:
+    """On Ray, an agent that kills its worker process (once, on its first action anywhere) has its task retried
+    by Ray: every episode once, no harness error, the same bytes as a local run where nothing died."""
+    ray = pytest.importorskip("ray", reason="Ray is in the test extra; CI installs it")
+    marker = tmp_path / "a-ray-worker-died"
+    (tmp_path / "raykiller.py").write_text(
+        "import os\n"
+        f"MARKER = {str(marker)!r}\n"
+        "class Once:\n"
+        "    def act(self, observation):\n"
+        "        if not os.path.exists(MARKER):\n"
+        "            open(MARKER, 'w').close()\n"
+        "            os._exit(9)\n"
+        "        return None\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        factory = build_agent_factory("python:raykiller:Once")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}})
+        try:
+            died = run_suite(SLICE, [0, 1], "python:raykiller:Once", factory, tmp_path / "ray", executor="ray")
+        finally:
+            ray.shutdown()
+        assert marker.exists(), "precondition: a Ray worker died"
+        calm = run_suite(SLICE, [0, 1], "python:raykiller:Once", factory, tmp_path / "calm")
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert died.results == calm.results and died.harness_errors == 0
+    assert _run_dir(tmp_path / "ray") == _run_dir(tmp_path / "calm")
+    keys = [(r["scenario"], r["seed"], r["trial"]) for r in died.results]
+    assert len(keys) == len(set(keys)) == len(SLICE) * 2
+    meta = orjson.loads((tmp_path / "ray" / "run.json").read_bytes())
+    assert sum(meta["workers_seen"].values()) == len(SLICE) * 2
+
+
 def test_help_imports_nothing_heavy() -> None:
     """simworld --help loads the command line alone: no engine, no attrs, orjson, freezegun or hypothesis."""
     code = ("import sys; sys.argv = ['simworld', '--help']\n"
