@@ -37,6 +37,22 @@ def _run_dir(path: Path) -> dict[str, bytes]:
             if p.is_file() and p.name != "run.json"}
 
 
+def _agent_that_dies_once(folder: Path, module: str) -> Path:
+    """Write ``module``.py into ``folder``: a python: agent (class Once) whose first action anywhere kills its
+    process (os._exit) and leaves a marker file; every later action stops. Returns the marker's path."""
+    marker = folder / f"{module}-died"
+    (folder / f"{module}.py").write_text(
+        "import os\n"
+        f"MARKER = {str(marker)!r}\n"
+        "class Once:\n"
+        "    def act(self, observation):\n"
+        "        if not os.path.exists(MARKER):\n"
+        "            open(MARKER, 'w').close()\n"
+        "            os._exit(9)\n"
+        "        return None\n")
+    return marker
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh, empty end-state cache on disk and in memory."""
@@ -137,16 +153,7 @@ class TestWorkers:
     def test_a_worker_that_dies_loses_nothing_and_counts_nothing_twice(self, tmp_path: Path, cache: Path) -> None:
         """An agent that kills its worker process (once, on its first action anywhere) is played again in a new
         pool: every episode once, in grid order, the same bytes as a run where nothing died."""
-        marker = tmp_path / "a-worker-died"
-        (tmp_path / "killer.py").write_text(
-            "import os\n"
-            f"MARKER = {str(marker)!r}\n"
-            "class Once:\n"
-            "    def act(self, observation):\n"
-            "        if not os.path.exists(MARKER):\n"
-            "            open(MARKER, 'w').close()\n"
-            "            os._exit(9)\n"
-            "        return None\n")
+        marker = _agent_that_dies_once(tmp_path, "killer")
         sys.path.insert(0, str(tmp_path))
         try:
             factory = build_agent_factory("python:killer:Once")
@@ -230,16 +237,7 @@ def test_a_ray_worker_that_dies_is_retried_and_counted_once(tmp_path: Path, cach
     """On Ray, an agent that kills its worker process (once, on its first action anywhere) has its task retried
     by Ray: every episode once, no harness error, the same bytes as a local run where nothing died."""
     ray = pytest.importorskip("ray", reason="Ray is in the test extra; CI installs it")
-    marker = tmp_path / "a-ray-worker-died"
-    (tmp_path / "raykiller.py").write_text(
-        "import os\n"
-        f"MARKER = {str(marker)!r}\n"
-        "class Once:\n"
-        "    def act(self, observation):\n"
-        "        if not os.path.exists(MARKER):\n"
-        "            open(MARKER, 'w').close()\n"
-        "            os._exit(9)\n"
-        "        return None\n")
+    marker = _agent_that_dies_once(tmp_path, "raykiller")
     sys.path.insert(0, str(tmp_path))
     try:
         factory = build_agent_factory("python:raykiller:Once")

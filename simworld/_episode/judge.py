@@ -17,7 +17,7 @@ from simworld._world.actions import plain_value
 from simworld._world.clock import TimeGuard
 from simworld._world.state import State
 from simworld._world.templates import resolve_args
-from simworld.errors import BrokenSolutionError
+from simworld.errors import BrokenSolutionError, ScenarioError
 
 __all__ = ["grade", "graded_line", "result_line", "solution_end_states"]
 
@@ -75,7 +75,7 @@ def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step
             return False
         try:
             args = resolve_args(step.args, variables, results, f"{where} step {i}")
-        except Exception:  # a reference the episode's results do not hold: play the solution, which names it
+        except ScenarioError:  # a reference the episode's results do not hold: play the solution, which names it
             return False
         plain, problem = plain_value(args, "args")
         if problem is not None or orjson.dumps(plain) != orjson.dumps(event.args):
@@ -94,13 +94,13 @@ def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None,
             states.append(episode.final_state)
             continue
         env = _SolutionStepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
-        episode = play(env, steps_factory(steps, name))
-        bad = [e for e in episode.events if e.status != "ok"]
-        if episode.error or episode.outcome is None or bad:
-            why = episode.error or (f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}: "
-                                    f"{bad[0].result}" if bad else f"it stopped with {episode.stop_reason!r}")
+        played = play(env, steps_factory(steps, name))
+        bad = [e for e in played.events if e.status != "ok"]
+        if played.error or played.outcome is None or bad:
+            why = played.error or (f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}: "
+                                   f"{bad[0].result}" if bad else f"it stopped with {played.stop_reason!r}")
             problems.append((name, why))
-        states.append(episode.final_state)
+        states.append(played.final_state)
     if problems:
         raise BrokenSolutionError(scenario.path, seed, tuple(problems))
     return tuple(states)

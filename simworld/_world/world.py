@@ -150,8 +150,11 @@ class World:
         else:
             before = self.state
             status: Status
-            key = self._call_key(tool, args_json)
-            played = self._calls.get(key) if key is not None else None  # type: ignore[union-attr]
+            # What a call's effect depends on: the state, the simulated time, the sequence number (new records'
+            # ids), the tool and its arguments exactly.
+            calls = self._calls
+            key = (id(before), self.clock.now, seq, id(tool), orjson.dumps(args_json)) if calls is not None else None
+            played = calls.get(key) if calls is not None else None
             if played is not None and played[0] is before and played[1] is tool:
                 # The same call on the same state, clock and sequence number (by this world or another from
                 # the same start): a tool is a function of those, so its effect and result are these.
@@ -170,19 +173,12 @@ class World:
                 recorded, problem = _jsonable(result, "result")
                 if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug
                     raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
-                if key is not None and len(self._calls) < _CALLS_KEPT:  # type: ignore[arg-type]
-                    self._calls[key] = (before, tool, self.state, orjson.dumps(recorded), status)  # type: ignore[index]
+                if calls is not None and len(calls) < _CALLS_KEPT:
+                    calls[key] = (before, tool, self.state, orjson.dumps(recorded), status)
             event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, tool.kind.value)
             if status == "ok" and tool.kind.value == "terminal":
                 self.outcome = recorded["outcome"]
         return self._record(event)
-
-    def _call_key(self, tool: Any, args: Any) -> tuple[Any, ...] | None:
-        """What a call's effect depends on: the state, the simulated time, the sequence number (new records'
-        ids), the tool and its arguments exactly; None when no calls are kept."""
-        if self._calls is None:
-            return None
-        return id(self.state), self.clock.now, self.seq, id(tool), orjson.dumps(args)
 
 
 #: Calls kept per start (a seed's perturbed world): enough for the agent's and every solution's.
