@@ -84,7 +84,14 @@ def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: 
     _CONTEXT = (todo, agent_name, agent_factory, out)
     window = 2 * workers  # tasks in flight
     attempts = [0] * len(todo)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
+
+    def fresh(old: ProcessPoolExecutor | None = None) -> ProcessPoolExecutor:
+        """A new pool, in place of ``old`` (broken: a worker died), whose queued tasks are dropped."""
+        if old is not None:
+            old.shutdown(wait=False, cancel_futures=True)
+        return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
+
+    pool = fresh()
     pending: deque[tuple[tuple[int, ...], Future[list[tuple[dict[str, Any], bytes | None, str]]]]] = deque()
     following = 0  # the next index to submit
 
@@ -97,8 +104,7 @@ def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: 
             try:
                 ((line, events, worker),) = pool.submit(_child_play, (index,)).result()
             except BrokenProcessPool:
-                pool.shutdown(wait=False, cancel_futures=True)
-                pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
+                pool = fresh(pool)
                 continue
             yield todo[index], line, events, worker
             return
@@ -123,8 +129,7 @@ def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: 
                 # A worker died (killed, out of memory, an agent that exits): every episode in flight is lost with
                 # the pool. Each is played again alone, in grid order, so only the one that kills its worker
                 # again is lost; the others are kept.
-                pool.shutdown(wait=False, cancel_futures=True)
-                pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_child_start)
+                pool = fresh(pool)
                 suspects = sorted([*indices, *(i for chunk, _ in pending for i in chunk)])
                 pending.clear()
                 for i in suspects:
