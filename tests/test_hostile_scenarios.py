@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,63 @@ class TestFromTheCommandLine:
         (tmp_path / "empty").mkdir()
         done = simworld("run", "--suite", str(tmp_path / "empty"), "--out", str(tmp_path / "o"))
         assert done.returncode == 2 and "holds no scenario" in done.stderr
+
+
+def _to_dev_zero(path: Path) -> None:
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _oversized(path: Path) -> None:
+    path.write_bytes(b"{" + b" " * (5 * 1024 * 1024) + b"}")
+
+
+class TestUnboundedFiles:
+    """A scenario file that never ends, blocks or is huge fails at once: one line, exit 2, nothing written."""
+
+    @pytest.mark.parametrize(("name", "make", "says"), [
+        ("task.json", _to_dev_zero, "character device"),
+        ("prompt.md", _to_dev_zero, "character device"),
+        ("solution.jsonl", _to_dev_zero, "character device"),
+        ("../../snapshots/small.json", _to_dev_zero, "character device"),
+        ("prompt.md", _fifo, "FIFO"),
+        ("task.json", _fifo, "FIFO"),
+        ("task.json", _oversized, "at most 4,194,304 bytes (4 MiB)"),
+        ("solution.jsonl", _oversized, "at most 1,048,576 bytes (1 MiB)"),
+    ], ids=["task-zero", "prompt-zero", "solution-zero", "snapshot-zero", "prompt-fifo", "task-fifo",
+            "task-oversized", "solution-oversized"])
+    @pytest.mark.parametrize("command", ["run", "check", "show"])
+    def test_one_line_exit_2(self, tmp_path: Path, name: str, make: Any, says: str, command: str) -> None:
+        """run, check and show each refuse the file by name (a hang fails the subprocess timeout)."""
+        suite = copy_suite(tmp_path, SID)
+        target = suite / SID / name
+        make(target)
+        args = {"run": ["run", "--suite", str(suite), "--out", str(tmp_path / "o")],
+                "check": ["check", "--suite", str(suite), "--seeds", "0..0"],
+                "show": ["show", SID, "--suite", str(suite)]}[command]
+        done = simworld(*args, timeout=30)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert target.name in done.stderr and says in done.stderr, done.stderr
+        assert not (tmp_path / "o").exists()
+
+    def test_read_stops_past_the_limit(self, tmp_path: Path) -> None:
+        """A regular file whose stated size is under the limit but whose content is not is refused mid-read."""
+        from simworld._world.files import read_bounded
+
+        proc = Path("/proc/self/maps")  # a regular file that states size 0 and holds kilobytes
+        if not proc.exists():
+            pytest.skip("needs Linux /proc")
+        assert proc.stat().st_size == 0
+        with pytest.raises(ScenarioError, match=r"more than 10 bytes; a file here may hold at most 10 bytes"):
+            read_bounded(proc, 10, ScenarioError)
+        (tmp_path / "f").write_bytes(b"x" * 10)
+        assert read_bounded(tmp_path / "f", 10, ScenarioError) == b"x" * 10
 
 
 class TestTemplates:

@@ -20,6 +20,7 @@ import attrs
 
 from simworld._families._intents import INTENTS, Intent
 from simworld._scenario.schemacheck import first_error, load_schema, read_json_file
+from simworld._world.files import MAX_SCENARIO_FILE_BYTES, read_bounded
 from simworld._world.snapshot import Snapshot, SnapshotLoader
 from simworld.errors import FamilyError
 
@@ -116,7 +117,9 @@ def load_family(directory: Path, loader: SnapshotLoader | None = None) -> Family
 
 def _phrasings(path: Path, styles: list[str]) -> dict[str, str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_SCENARIO_FILE_BYTES, FamilyError, "phrasings.md").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FamilyError(f"{path}: not UTF-8 text (byte {exc.start}); save the phrasings as UTF-8.") from None
     except OSError:
         raise FamilyError(f"{path}: not found; write one '## STYLE' section per phrasing the family lists.") from None
     parts = _SECTION.split(text)

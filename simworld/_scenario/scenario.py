@@ -26,6 +26,7 @@ import orjson
 
 from simworld._scenario.expectations import GRADING_KEYS, Expectations, build_expectations
 from simworld._scenario.schemacheck import first_error, load_schema, read_json_file
+from simworld._world.files import MAX_SCENARIO_FILE_BYTES, read_bounded
 from simworld._world.perturb import (
     PARAM_KINDS,
     PERTURB_KEYS,
@@ -37,15 +38,16 @@ from simworld._world.perturb import (
     world_id,
 )
 from simworld._world.snapshot import Snapshot, SnapshotLoader
-from simworld._world.splits import HOLDOUT_BASE
+from simworld._world.splits import HOLDOUT_BASE, SPLITS, effective_seed
 from simworld._world.templates import check_template, render, resolve_args
 from simworld._world.tools import OUTCOMES, TOOLS, Kind
 from simworld._world.vocab import CATEGORIES
 from simworld.errors import ScenarioError, SimworldError
 
-__all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "load_scenario", "load_suite"]
+__all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "check_split", "load_scenario",
+           "load_suite"]
 
-TASK_KEYS = ("id", "category", "description", "snapshot", "target", "perturb", "params", "budget", "tools",
+TASK_KEYS = ("id", "category", "description", "split", "snapshot", "target", "perturb", "params", "budget", "tools",
              "allowed_outcomes", "prompt", "recovery", *GRADING_KEYS)
 _TARGET_KEYS = ("customer", "policy", "plan", "fee")
 #: The perturbed starts of the last few (scenario, seed)s: the agent's episode and every solution replay of a
@@ -111,6 +113,9 @@ class Scenario:
     solution_files: tuple[str, ...]  # the file name of each solution, in the same order
     expectations: Expectations
     recovery: Recovery | None = None
+    #: ``holdout`` for a holdout instance (task.json ``"split": "holdout"``, as ``families generate --split holdout``
+    #: writes it): it runs only in the holdout split, at holdout seeds (see :meth:`run_seed`), else ``dev``.
+    split: str = "dev"
     #: Pinned world parameters (:meth:`at_world`): when set, every seed gives this one world.
     world: Mapping[str, Any] | None = None
 
@@ -164,6 +169,16 @@ class Scenario:
             return seed
         return world_id(self.id, self.world)
 
+    def run_seed(self, seed: int, split: str = "dev") -> int:
+        """The seed this scenario runs at for seed ``seed`` of ``split``, as ``simworld run --split`` reads it.
+
+        Raises:
+            ScenarioError: what :func:`simworld._world.splits.check_seed` refuses, and a holdout instance
+                outside the holdout split (see :func:`check_split`).
+        """
+        check_split([self], split)
+        return effective_seed(self.id, seed, split)
+
     def request(self, variables: dict[str, Any]) -> str:
         """The customer's request rendered for a seed's variables."""
         return render(self.prompt, variables, f"{self.path / 'prompt.md'}")
@@ -183,11 +198,7 @@ def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tupl
     """Read a JSONL file of ``{"tool": NAME, "args": {...}}`` lines, naming the line of any problem."""
     steps = []
     try:
-        size = path.stat().st_size
-        if size > MAX_SCRIPT_BYTES:
-            raise ScenarioError(f"{path}: {size:,} bytes; a solution or script file may hold at most "
-                                f"{MAX_SCRIPT_BYTES:,} (1 MiB).")
-        lines = path.read_bytes().splitlines()
+        lines = read_bounded(path, MAX_SCRIPT_BYTES, ScenarioError, "a solution or script file").splitlines()
     except OSError:
         raise ScenarioError(f"{path}: cannot read this file; check the path.") from None
     for n, line in enumerate(lines, 1):
@@ -243,8 +254,8 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapsho
 def _schema_problem(task_path: Path) -> str | None:
     """The first way task.json breaks the published schema, with where to read the format; None if it fits."""
     try:
-        data = orjson.loads(task_path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(read_bounded(task_path, MAX_SCENARIO_FILE_BYTES, ScenarioError, "task.json"))
+    except (OSError, ScenarioError, orjson.JSONDecodeError):  # the loader names each of these
         return None
     problem = first_error(data, load_schema("task.schema.json"), root="task.json")
     return f"{problem}; the format is simworld/schemas/task.schema.json (README: Writing a scenario)" if problem \
@@ -264,6 +275,8 @@ def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str
     sid = data["id"]
     if not isinstance(sid, str) or sid != directory.name:
         raise _fail(task_path, f"id {sid!r} must be a string equal to the directory name {directory.name!r}.")
+    if data.get("split", "dev") not in SPLITS:
+        raise _fail(task_path, f"split {data['split']!r} is unknown; allowed: {', '.join(SPLITS)}.")
     if data["category"] not in CATEGORIES:
         raise _fail(task_path, f"category {data['category']!r} is unknown; allowed: {', '.join(CATEGORIES)}.")
     outcomes = data["allowed_outcomes"]
@@ -308,11 +321,12 @@ def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str
 
     prompt_path = directory / "prompt.md"
     if prompt_path.exists():
-        if prompt_path.stat().st_size > MAX_PROMPT_BYTES:
-            raise _fail(prompt_path, f"{prompt_path.stat().st_size:,} bytes; a request may hold at most "
-                                     f"{MAX_PROMPT_BYTES:,} (64 KiB).")
         try:
-            prompt = prompt_path.read_text(encoding="utf-8").strip()
+            prompt = read_bounded(prompt_path, MAX_PROMPT_BYTES, ScenarioError,
+                                  "a request (prompt.md)").decode("utf-8").strip()
+        except OSError as exc:
+            raise _fail(prompt_path, f"cannot read this file ({exc.strerror or exc}); check its permissions.") \
+                from None
         except UnicodeDecodeError as exc:
             raise _fail(prompt_path, f"not UTF-8 text (byte {exc.start}); save the request as UTF-8.") from None
     elif isinstance(data.get("prompt"), str):
@@ -344,6 +358,7 @@ def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str
     expectations = build_expectations(task_path, data, tuple(tools), tuple(outcomes), directory.parent.parent)
     scenario = Scenario(
         id=sid, path=directory, category=data["category"], description=data.get("description", ""),
+        split=data.get("split", "dev"),
         snapshot=world, target=target, perturb=spec, params=params,
         max_steps=int(budget.get("max_steps", 30)), timeout_s=float(budget.get("timeout_s", 60.0)),
         tools=tuple(tools), allowed_outcomes=tuple(outcomes), prompt=prompt, solutions=tuple(solutions),

@@ -21,18 +21,22 @@ import re
 from importlib import resources
 from typing import Any
 
+from simworld._world.files import MAX_SCENARIO_FILE_BYTES, read_bounded
+from simworld.errors import SimworldError
+
 __all__ = ["first_error", "load_schema"]
 
 _TYPES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
           "number": "a number", "boolean": "true or false", "null": "null"}
 
 
-def read_json_file(path: Any, error: type[Exception], what: str) -> Any:
-    """The JSON in ``path`` (a task.json, a family.json), or ``error`` naming the file: missing, or not JSON."""
+def read_json_file(path: Any, error: type[SimworldError], what: str) -> Any:
+    """The JSON in ``path`` (a task.json, a family.json), or ``error`` naming the file: missing, not a regular
+    file, over :data:`~simworld._world.files.MAX_SCENARIO_FILE_BYTES`, or not JSON."""
     import orjson
 
     try:
-        return orjson.loads(path.read_bytes())
+        return orjson.loads(read_bounded(path, MAX_SCENARIO_FILE_BYTES, error, path.name))
     except OSError:
         raise error(f"{path}: not found; {what}.") from None
     except orjson.JSONDecodeError as exc:

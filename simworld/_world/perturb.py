@@ -59,6 +59,7 @@ import attrs
 import orjson
 
 from simworld._world.dates import days_in_month, due_date, roll, shift_years
+from simworld._world.files import MAX_SCENARIO_FILE_BYTES, read_bounded
 from simworld._world.models import LOCKED, UNPAID, Plan, Policy
 from simworld._world.money import Money, allocate, exponent
 from simworld._world.policy import PolicyStore
@@ -405,7 +406,7 @@ def read_world_file(path: Path) -> WorldFile:
             ``{"scenario": ID, "world": {...}}`` (with an optional ``"seed": N``).
     """
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(read_bounded(path, MAX_SCENARIO_FILE_BYTES, ScenarioError, "a world file"))
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read this world file ({exc.strerror or exc}); check the path.") from None
     except orjson.JSONDecodeError as exc:

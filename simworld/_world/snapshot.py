@@ -22,6 +22,7 @@ import attrs
 import orjson
 
 from simworld._world.clock import parse_instant
+from simworld._world.files import MAX_SNAPSHOT_BYTES, read_bounded
 from simworld._world.models import TABLES, record_from_json, to_json
 from simworld._world.policy import DEFAULT_POLICY, PolicyStore
 from simworld._world.state import Base, State, canonical_bytes
@@ -115,7 +116,11 @@ class SnapshotLoader:
         key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
         cached = self._cache.get(key)
         if cached is None:
-            raw = path.read_bytes()
+            try:
+                raw = read_bounded(path, MAX_SNAPSHOT_BYTES, SnapshotError, "a snapshot")
+            except OSError as exc:
+                raise SnapshotError(f"{path}: cannot read this snapshot ({exc.strerror or exc}); check the "
+                                    "file and its permissions.") from None
             try:
                 data = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
