@@ -16,6 +16,7 @@ from typing import Any
 
 from simworld._grading.verdict import Check, Verdict
 from simworld._world.templates import resolve_args
+from simworld.errors import ScenarioError
 
 
 def same(expected: Any, actual: Any) -> bool:
@@ -85,6 +86,14 @@ def match_steps(steps: Sequence[Mapping[str, Any]], events: Sequence[Any],
     return matched
 
 
+def _expected(step: Mapping[str, Any], variables: Mapping[str, Any]) -> Any:
+    """The arguments a step asks for, filled from this episode's variables (as written if they cannot be)."""
+    try:
+        return resolve_args(step.get("args", {}), dict(variables), [], f"required step {step['id']!r}")
+    except ScenarioError:
+        return step.get("args", {})
+
+
 def required_steps(episode: Any, steps: Sequence[Mapping[str, Any]]) -> Verdict:
     """Pass if every required step was made, each after the steps it must follow.
 
@@ -101,7 +110,8 @@ def required_steps(episode: Any, steps: Sequence[Mapping[str, Any]]) -> Verdict:
         sid = step["id"]
         if sid not in matched:
             step_scores[sid] = 0.0
-            checks.append(Check(f"step:{sid}", False, f"no ok call of {step['tool']} with {step.get('args', {})}"))
+            checks.append(Check(f"step:{sid}", False, f"no ok call of {step['tool']} with "
+                                                       f"{_expected(step, episode.variables)}"))
             continue
         index = matched[sid]
         step_scores[sid] = 1.0

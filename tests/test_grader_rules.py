@@ -228,6 +228,17 @@ class TestRequiredStepsRules:
         assert v.partial == pytest.approx(3 / 4)
         assert v.data["order_violations"] == []
 
+    def test_missing_step_names_the_filled_arguments(self) -> None:
+        """A missing step's detail shows the values expected at this seed, not the scenario's placeholders."""
+        steps = [{"id": "quote", "tool": "quote_payoff", "args": {"plan_id": "{plan_id}", "as_of": "{due}",
+                                                                   "note": "by {due}"}}]
+        ep = steps_episode(("quote_payoff", {"plan_id": "pln_1", "as_of": "2026-04-20"}, "ok"),
+                           variables={"plan_id": "pln_1", "due": "2026-05-15"})
+        v = required_steps(ep, steps)
+        assert not v.passed
+        assert v.checks[0].detail == ("no ok call of quote_payoff with {'plan_id': 'pln_1', 'as_of': '2026-05-15', "
+                                      "'note': 'by 2026-05-15'}")
+
     def test_two_order_violations(self) -> None:
         """Each step made before its dependency is its own violation and failed check; partial credit counts them."""
         ep = steps_episode(("finish", {}, "ok"), ("set_schedule", {}, "ok"), ("get_plan", {}, "ok"))
