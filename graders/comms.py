@@ -483,8 +483,19 @@ def _must_say(episode: Any, texts: Sequence[tuple[int, str, str]], entry: Mappin
     # Any number counts here, a bare integer too: a yen payoff is often written "123456".
     said = any(Decimal(n.replace(",", "")).normalize() == expected
                for _seq, _tool, text in texts for n in re.findall(_NUM, text))
-    detail = f"{entry['field']} {event.result[entry['field']]} " + ("is stated" if said else "is never stated")
+    detail = f"{entry['field']} {_as_stated(event.result[entry['field']], event.result.get('currency'))} " + \
+        ("is stated" if said else "is never stated")
     return Check(name, said, detail)
+
+
+def _as_stated(value: Any, currency: Any) -> str:
+    """A figure as the customer reads it: an amount with its currency's exponent and code (``9965.15 USD``)."""
+    if currency not in EXPONENTS:
+        return str(value)
+    try:
+        return f"{Money.parse(str(value), currency)} {currency}"
+    except (ValueError, TypeError):  # not an amount (a date, a count): as the tool gave it
+        return str(value)
 
 
 def communications(episode: Any, recipients: Sequence[str] = (), must_say: Sequence[Mapping[str, Any]] = (),

@@ -7,6 +7,7 @@ another customer with the same records under ``pln_2`` and ``fee_2``.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -16,6 +17,7 @@ from kit import Fee, episode, event, plan, policy, put, usd, world
 
 from graders.comms import (
     CLAIMS,
+    _as_stated,
     _claims_made,
     _contradicted,
     _dates_in,
@@ -330,17 +332,26 @@ class TestMustSay:
                                        "field": "payoff"}])
         c = [c for c in ok.checks if c.name.startswith("comms:must_say")][0]
         assert c.name == "comms:must_say:quote_payoff.payoff"
-        assert not c.passed and c.detail.endswith("is never stated")
+        assert not c.passed and re.fullmatch(r"payoff \d+\.\d\d USD is never stated", c.detail), c.detail
         said = c.detail.split()[1]
         ok2 = communications(say(f"Your payoff is {said} USD."),
                              must_say=[{"tool": "quote_payoff", "args": {"plan_id": "pln_1", "as_of": "2026-04-20"},
                                         "field": "payoff"}])
         c2 = [c for c in ok2.checks if c.name.startswith("comms:must_say")][0]
-        assert c2.passed and c2.detail == f"payoff {said} is stated"
+        assert c2.passed and c2.detail == f"payoff {said} USD is stated"
         nofield = communications(say("x"), must_say=[payoff | {"field": "nope"}])
         assert not nofield.checks[-1].passed and "gives no 'nope'" in nofield.checks[-1].detail
         silent = communications(episode(s), must_say=[payoff])
         assert silent.checks[-1].detail == "the agent said nothing" and not silent.checks[-1].passed
+
+
+    @pytest.mark.parametrize(("value", "currency", "shown"), [
+        ("9965.15", "USD", "9965.15 USD"), ("996515", "KRW", "996515 KRW"), ("0.5", "KWD", "0.500 KWD"),
+        ("9965.1", "USD", "9965.10 USD"), ("2026-04-20", "USD", "2026-04-20"), ("12", None, "12"),
+    ])
+    def test_figure_shown_as_the_customer_reads_it(self, value: str, currency: str | None, shown: str) -> None:
+        """must_say names an amount with its currency's exponent and code; a non-amount as the tool gave it."""
+        assert _as_stated(value, currency) == shown
 
 
 class TestLimitsAndEdges:
