@@ -237,6 +237,40 @@ class TestUnboundedFiles:
         assert read_bounded(tmp_path / "f", 10, ScenarioError) == b"x" * 10
 
 
+class TestFromReferences:
+    @pytest.mark.parametrize("ref", ['"oops"', "[0]", '[0, "id", 1]', '["0", "id"]', '[-1, "id"]', "[true, \"id\"]",
+                                     "[0, 5]", '{"step": 0}'])
+    def test_malformed_from_is_a_load_error(self, scenario_dir: Path, ref: str) -> None:
+        """A $from that is not [STEP, "dotted.path"] fails at load naming the file, line and expected form."""
+        sol = scenario_dir / "solution.jsonl"
+        lines = sol.read_text().splitlines()
+        lines.insert(1, '{"tool": "get_customer", "args": {"customer_id": {"$from": ' + ref + '}}}')
+        sol.write_text("\n".join(lines) + "\n")
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(scenario_dir)
+        message = str(info.value)
+        assert message.startswith(f"{sol}:2 (step 1): $from ") and '[STEP, "dotted.path"]' in message, message
+
+    def test_from_a_later_step_is_a_load_error(self, scenario_dir: Path) -> None:
+        """A $from naming its own step or a later one cannot resolve: refused at load, by line and step."""
+        sol = scenario_dir / "solution.jsonl"
+        lines = sol.read_text().splitlines()
+        lines.insert(1, '{"tool": "get_customer", "args": {"customer_id": {"$from": [1, "id"]}}}')
+        sol.write_text("\n".join(lines) + "\n")
+        with pytest.raises(ScenarioError, match=r"solution\.jsonl:2 \(step 1\): \$from \[1, 'id'\] names step 1, "
+                                                r"but this is step 1"):
+            load_scenario(scenario_dir)
+
+    def test_from_run_as_a_user_would(self, tmp_path: Path) -> None:
+        """simworld run on a suite whose solution has {"$from": "oops"}: one line, exit 2, no traceback."""
+        suite = copy_suite(tmp_path, SID)
+        sol = suite / SID / "solution.jsonl"
+        sol.write_text('{"tool": "get_plan", "args": {"plan_id": {"$from": "oops"}}}\n' + sol.read_text())
+        done = simworld("run", "--suite", str(suite), "--out", str(tmp_path / "o"), timeout=60)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "solution.jsonl:1 (step 0): $from 'oops' is not a reference" in done.stderr, done.stderr
+
+
 class TestTemplates:
     @pytest.mark.parametrize("placeholder", ["{customer_name:>999999999}", "{customer_name!r}",
                                              "{customer_name.upper}", "{customer_name[0]}"])

@@ -39,7 +39,7 @@ from simworld._world.perturb import (
 )
 from simworld._world.snapshot import Snapshot, SnapshotLoader
 from simworld._world.splits import HOLDOUT_BASE, SPLITS, effective_seed
-from simworld._world.templates import check_template, render, resolve_args
+from simworld._world.templates import check_template, from_reference, render, resolve_args
 from simworld._world.tools import OUTCOMES, TOOLS, Kind
 from simworld._world.vocab import CATEGORIES
 from simworld.errors import ScenarioError, SimworldError
@@ -214,10 +214,12 @@ def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tupl
         if not isinstance(args, dict):
             raise ScenarioError(f"{path}:{n}: args must be an object but got {args!r}.")
         stack: list[Any] = [args]
-        while stack:  # every template in the arguments is a plain {name}, checked now rather than mid-episode
+        while stack:  # every template and $from in the arguments is well formed, checked now rather than mid-episode
             value = stack.pop()
             if isinstance(value, str) and "{" in value:
                 check_template(value, f"{path}:{n}")
+            elif isinstance(value, dict) and set(value) == {"$from"}:
+                from_reference(value["$from"], f"{path}:{n} (step {len(steps)})", before=len(steps))
             elif isinstance(value, dict):
                 stack.extend(value.values())
             elif isinstance(value, list):

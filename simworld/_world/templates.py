@@ -8,7 +8,7 @@ from typing import Any
 
 from simworld.errors import ScenarioError
 
-__all__ = ["check_template", "render", "resolve_args"]
+__all__ = ["check_template", "from_reference", "render", "resolve_args"]
 
 _VAR = re.compile(r"^\{(\w+)\}$")
 
@@ -48,6 +48,19 @@ def render(template: str, variables: dict[str, Any], where: str) -> str:
         raise ScenarioError(f"{where}: bad placeholder ({exc}); write literal braces as {{{{ and }}}}.") from None
 
 
+def from_reference(ref: Any, where: str, before: int | None = None) -> tuple[int, str]:
+    """The ``(step, path)`` of a ``{"$from": [STEP, "dotted.path"]}`` reference, or a ScenarioError naming the
+    expected form; with ``before`` (the index of the step that holds it), STEP must name an earlier step."""
+    if not (isinstance(ref, list) and len(ref) == 2 and type(ref[0]) is int and ref[0] >= 0
+            and isinstance(ref[1], str)):
+        raise ScenarioError(f'{where}: $from {ref!r} is not a reference; expected {{"$from": [STEP, '
+                            '"dotted.path"]}, STEP the 0-based index of an earlier step of the same file.')
+    if before is not None and ref[0] >= before:
+        raise ScenarioError(f"{where}: $from {ref!r} names step {ref[0]}, but this is step {before} (0-based); a "
+                            "step can use only the result of an earlier step of the same file.")
+    return ref[0], ref[1]
+
+
 def resolve_args(value: Any, variables: dict[str, Any], results: list[Any], where: str) -> Any:
     """Resolve templates and ``$from`` references in a step's arguments."""
     if isinstance(value, str):
@@ -59,7 +72,7 @@ def resolve_args(value: Any, variables: dict[str, Any], results: list[Any], wher
         return [resolve_args(v, variables, results, where) for v in value]
     if isinstance(value, dict):
         if set(value) == {"$from"}:
-            step, path = value["$from"]
+            step, path = from_reference(value["$from"], where)
             try:
                 found = results[step]
                 for part in path.split(".") if path else []:
