@@ -196,7 +196,7 @@ def _closed(path: Path, where: str, data: dict[str, Any], allowed: tuple[str, ..
 
 def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tuple[Step, ...]:
     """Read a JSONL file of ``{"tool": NAME, "args": {...}}`` lines, naming the line of any problem."""
-    steps = []
+    steps: list[Step] = []
     try:
         lines = read_bounded(path, MAX_SCRIPT_BYTES, ScenarioError, "a solution or script file").splitlines()
     except OSError:
