@@ -280,6 +280,35 @@ class TestShards:
         done = simworld("merge", str(tmp_path / "s1"), str(tmp_path / "s1"), str(tmp_path / "s2"))
         assert done.returncode == 2 and "also one of the shards" in done.stderr
 
+    def test_merge_refuses_a_truncated_shard(self, tmp_path: Path) -> None:
+        """A shard whose last result line is cut off is refused, naming the shard and the line; resuming it fixes it."""
+        args = ("--seeds", "0..3", *_scenario_args(FEW[0]))
+        for i in (1, 2):
+            assert simworld("run", *args, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}")).returncode == 0
+        results = tmp_path / "s2" / "results.jsonl"
+        whole = results.read_bytes()
+        results.write_bytes(whole[:-40])  # the last line loses its end, as a copy cut short would
+        done = simworld("merge", str(tmp_path / "m"), str(tmp_path / "s1"), str(tmp_path / "s2"))
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert f"shard 2/2 {str(tmp_path / 's2')!r} is incomplete: {results}:2 is cut off" in done.stderr
+        assert "--resume" in done.stderr and not (tmp_path / "m").exists()
+        resume = done.stderr.split("`simworld ")[1].split("`")[0].split()
+        assert simworld(*resume).returncode == 0 and results.read_bytes() == whole
+        assert simworld("merge", str(tmp_path / "m"), str(tmp_path / "s1"), str(tmp_path / "s2")).returncode == 0
+
+    def test_merge_refuses_an_interrupted_shard(self, tmp_path: Path) -> None:
+        """A shard that stopped between lines (run.json not complete, lines missing) is refused too."""
+        args = ("--seeds", "0..3", *_scenario_args(FEW[0]))
+        for i in (1, 2):
+            assert simworld("run", *args, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}")).returncode == 0
+        results = tmp_path / "s1" / "results.jsonl"
+        results.write_bytes(results.read_bytes().splitlines(keepends=True)[0])
+        meta = _meta(tmp_path / "s1")
+        (tmp_path / "s1" / "run.json").write_bytes(orjson.dumps({**meta, "status": "interrupted"}))
+        done = simworld("merge", str(tmp_path / "m"), str(tmp_path / "s1"), str(tmp_path / "s2"))
+        assert done.returncode == 2 and "shard 1/2" in done.stderr and "status 'interrupted', 1 of 2" in done.stderr
+        assert not (tmp_path / "m").exists()
+
     @pytest.mark.parametrize("shard", ["0/2", "3/2", "x", "1/0", "1-2"])
     def test_bad_shard(self, shard: str, tmp_path: Path) -> None:
         """--shard that is not I/N with 1 <= I <= N is one line, exit 2."""

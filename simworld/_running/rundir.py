@@ -22,6 +22,7 @@ import contextlib
 import math
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -361,13 +362,40 @@ def grid_keys(meta: dict[str, Any]) -> Iterator[Key]:
                 yield (sid, run_seed, trial)
 
 
+def _refuse_incomplete_shard(run: Path, meta: Mapping[str, Any], shard: str) -> None:
+    """A RunDirError naming the shard (and the cut line) when ``run`` is not a complete shard."""
+    path = run / RESULTS
+    argv = meta.get("argv")
+    command = (f"`simworld {shlex.join(a for a in argv if a != '--overwrite')} --resume`"
+               if isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+               else "the command that wrote it plus --resume")
+    fix = f"finish that shard with {command}, then merge again."
+    cut, whole = False, 0
+    if path.is_file():
+        with path.open("rb") as f:
+            if f.seek(0, os.SEEK_END):
+                f.seek(-1, os.SEEK_END)
+                cut = f.read(1) != b"\n"
+        whole = sum(1 for _ in numbered_lines(path))
+    if cut:
+        raise RunDirError(f"merge: shard {shard} {str(run)!r} is incomplete: {path}:{whole + 1} is cut off (the "
+                          f"shard was stopped mid-write, or the file was truncated); {fix}")
+    planned, status = meta.get("episodes_planned"), meta.get("status")
+    if status != "complete" or (isinstance(planned, int) and whole < planned):
+        raise RunDirError(f"merge: shard {shard} {str(run)!r} is incomplete (run.json status {status!r}, {whole} "
+                          f"of {planned} result line(s)); {fix}")
+
+
 def merge_runs(out: Path, runs: Sequence[Path], *, overwrite: bool = False) -> dict[str, Any]:
     """Join the shard directories of one sweep into ``out``; return the merged run.json.
 
     The shards must share every sweep field of their run.json and be the shards 1..N of
     one N, each once. The merged results.jsonl holds the lines in the order of the whole
     grid, byte for byte as one unsharded run would write them; event files are linked
-    (or copied). A merge of incomplete shards is itself marked incomplete.
+    (or copied). Every shard must be complete: a shard that was stopped (its run.json not
+    ``complete``, fewer result lines than it planned, or a last line cut off mid-write) is
+    refused, naming it, so that a merged run never looks finished with episodes missing;
+    resuming the shard finishes it.
     """
     if not runs:
         raise RunDirError("merge: name the shard directories to join, e.g. simworld merge OUT shard-1 shard-2.")
@@ -405,6 +433,8 @@ def merge_runs(out: Path, runs: Sequence[Path], *, overwrite: bool = False) -> d
         raise RunDirError(f"merge: the shards must be 1..{n}, each once; " + (
             f"given twice: {', '.join(f'{i}/{n}' for i in twice)}" if twice else
             f"missing {', '.join(f'{i}/{n}' for i in missing)}") + ".")
+    for (i, _, run), meta in sorted(zip(shards, metas, strict=True), key=lambda pair: pair[0][0]):
+        _refuse_incomplete_shard(run, meta, f"{i}/{n}")
     if out.exists() and not out.is_dir():
         raise RunDirError(f"merge: OUT {str(out)!r} is a file; give a directory.")
     if holds_run(out):
