@@ -28,9 +28,18 @@ actions, one per ``act()``:
 
 The endpoint is ``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's, as the official
 clients do. The API key is read from ``api_key_env`` (``OPENAI_API_KEY``) and sent only in the
-``Authorization`` header: it is never logged, never put in an action, and scrubbed
-from every error message. httpx is an optional dependency (``simworld[openai]``);
-its successor httpx2, which has the same API, is used when httpx is absent.
+``Authorization`` header (``Bearer KEY``; credentials in the URL, ``http://user:password@host``,
+are sent by httpx as ``Basic base64(user:password)`` instead). Neither is ever logged or put in an
+action by the agent, and since an endpoint may echo them back, :meth:`OpenAIAgent.scrub` cuts
+every form of both (the key, the password, ``user:password``, percent-encoded or not, and their
+base64 header values; see :mod:`simworld._agents.redact`) out of everything the agent hands on:
+each response body as it arrives, tool call names and arguments (strings and dict keys at any
+depth), the assistant text it keeps, every error message and every log line, so the event log,
+results, exports and report are clean by construction. A form shorter than 8 characters (a dummy
+key such as ``EMPTY``) is cut only as a header's value, so normal text is never mangled.
+
+httpx is an optional dependency (``simworld[openai]``); its successor httpx2, which has the same
+API, is used when httpx is absent.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ from urllib.parse import urlsplit, urlunsplit
 from simworld._agents.chat import RESUME_NOTE, opening, resumed
 from simworld._agents.chat import json_text as _json_text
 from simworld._agents.chat import tool_content as _tool_content
+from simworld._agents.redact import Redactor
 from simworld._episode.episode import Observation
 from simworld._episode.play import AgentFactory
 from simworld._world.clock import wall_monotonic, wall_time
@@ -158,8 +168,11 @@ class OpenAIAgent:
             raise LLMConfigError(f"Expected a model name, as in --agent openai:gpt-4o, but got {model!r}.")
         base = (base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL).strip().rstrip("/")
         if urlsplit(base).scheme not in ("http", "https") or not urlsplit(base).hostname:
+            shown = _without_userinfo(base)
+            if "@" in shown:  # malformed beyond urlsplit's reading of credentials: show nothing before the @
+                shown = "***@" + shown.rpartition("@")[2]
             raise LLMConfigError(f"Expected --base-url as http(s)://HOST[:PORT]/PATH, e.g. http://localhost:8000/v1, "
-                                 f"but got {_without_userinfo(base)!r}.")
+                                 f"but got {shown!r}.")
         if not 0.0 <= jitter <= 1.0:
             raise LLMConfigError(f"Expected 0 <= jitter <= 1 but got jitter={jitter!r} (type={type(jitter).__name__}).")
         if max_retries < 0 or backoff_s < 0 or timeout_s <= 0:
@@ -185,7 +198,7 @@ class OpenAIAgent:
         self.jitter = jitter
         self._rng = random.Random()  # wall-clock waits only: no result depends on it
         self.seed = seed
-        self._secret = key
+        self._redactor = Redactor(key, base)
         self._httpx = httpx
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key is not None:
@@ -204,7 +217,36 @@ class OpenAIAgent:
     # -- the agent protocol --------------------------------------------------------------------------
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
-        """Answer the previous call, then play the next queued tool call or ask the model for more."""
+        """Answer the previous call, then play the next queued tool call or ask the model for more.
+
+        Whatever it raises carries no secret: an error whose message held one (an httpx error naming
+        the URL, say) is raised again scrubbed, as an LLMAPIError unless it was an AgentTimeout.
+        """
+        try:
+            return self._act(observation)
+        except Exception as exc:
+            if not self._redactor:
+                raise
+            message = str(exc)
+            scrubbed = self.scrub(message)
+            if scrubbed == message:
+                raise
+            if isinstance(exc, AgentTimeout):
+                raise AgentTimeout(scrubbed) from None
+            if isinstance(exc, LLMAPIError):
+                raise LLMAPIError(scrubbed, exc.status) from None
+            raise LLMAPIError(f"{type(exc).__name__}: {scrubbed}") from None
+
+    def scrub(self, value: Any) -> Any:
+        """``value`` with the API key and URL credentials, in every form, replaced by ``[redacted]``.
+
+        A string, or a JSON value whose strings and dict keys are scrubbed at any depth (see
+        :class:`simworld._agents.redact.Redactor`). Everything the agent hands to simworld passes
+        through here; without a key or credentials it returns ``value`` untouched, at no cost.
+        """
+        return self._redactor(value)
+
+    def _act(self, observation: Observation) -> dict[str, Any] | None:
         if observation.resumed:
             self._resume(observation)
         elif not self.messages:
@@ -281,6 +323,7 @@ class OpenAIAgent:
                 args: Any = json.loads(arguments) if arguments.strip() else {}
             except (ValueError, RecursionError):  # not JSON, or nested past what json's parser will recurse
                 args = arguments  # the world answers with an argument error the model can read
+            args = self.scrub(args)  # the body was scrubbed, but JSON escapes (\u0073k-...) can spell a secret anew
             call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else \
                 f"call_{self.responses}_{i}"
             calls.append({"id": call_id, "function": {"name": str(name), "arguments": arguments}, "args": args})
@@ -292,10 +335,8 @@ class OpenAIAgent:
         return f"{_without_userinfo(self.url)} (model {self.model})"
 
     def _scrub(self, text: str) -> str:
-        """``text`` with the API key cut out, whatever the server echoed."""
-        if self._secret:
-            text = text.replace(self._secret, "[redacted]")
-        return text
+        """``text`` (an error message or log line) with every secret cut out, whatever the server echoed."""
+        return self._redactor.text(text)
 
     def _complete(self, tools: list[dict[str, Any]]) -> Any:
         """POST the conversation; retry 408, 409, 429, 5xx and connection errors; return the parsed body."""
@@ -381,17 +422,21 @@ class OpenAIAgent:
             body = response.json()
         except ValueError:
             raise LLMAPIError(self._scrub(f"{self._where()} answered HTTP {response.status_code} with a body that "
-                                          f"is not JSON: {response.text[:300]!r}"), response.status_code) from None
+                                          f"is not JSON: {self._scrub(response.text)[:300]!r}"),
+                              response.status_code) from None
         self.responses += 1
-        return body
+        # Scrubbed as it arrives, so the tool calls, the text and any error made from it hold no secret.
+        return self.scrub(body)
 
-    @staticmethod
-    def _error_detail(response: Any) -> str:
-        """``: message`` from an OpenAI-style error body (or the start of the body text)."""
+    def _error_detail(self, response: Any) -> str:
+        """``: message`` from an OpenAI-style error body (or the start of the body text), scrubbed.
+
+        Scrubbed before it is cut short, so no secret is cut in two and left half shown.
+        """
         try:
-            body = response.json()
+            body = self.scrub(response.json())
         except ValueError:
-            text = response.text.strip()
+            text = self._scrub(response.text).strip()
             return f": {text[:300]}" if text else ""
         error = body.get("error") if isinstance(body, dict) else None
         if isinstance(error, dict):
