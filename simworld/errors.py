@@ -96,14 +96,31 @@ def describe_exception(exc: BaseException, *, frames: bool = False) -> str:
     File names are reduced to their base name so that a result line holds no machine path
     and reads the same on every machine.
     """
+    head = f"{type(exc).__name__}: {exception_text(exc)}"
     tb = traceback.extract_tb(exc.__traceback__)
     if not tb or not getattr(exc, "located", True):  # an error that says all itself (an agent process's)
-        return f"{type(exc).__name__}: {exc}"
+        return head
     if not frames:
-        return f"{type(exc).__name__}: {exc} (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
-    lines = [f"{type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
+        return f"{head} (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
+    lines = [head, "Traceback (most recent call last):"]
     lines += [f"  {Path(f.filename).name}:{f.lineno} in {f.name}" for f in tb]
     return "\n".join(lines)
+
+
+#: The longest exception message a result line keeps (an agent's exception may say anything, at any length).
+MAX_MESSAGE_CHARS = 4000
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, at most MAX_MESSAGE_CHARS; a placeholder when the exception cannot be printed (an agent's
+    exception is untrusted code: its ``__str__`` may raise anything)."""
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - whatever an untrusted __str__ raises, the episode is still recorded
+        return "(its message could not be read)"
+    if not isinstance(text, str):
+        return "(its message could not be read)"
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "…"
 
 
 class FamilyError(SimworldError, ValueError):

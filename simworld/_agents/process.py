@@ -16,7 +16,9 @@ error if it fails). A process that exits or prints a line that is not JSON is re
 as errored (``agent_error``), with the reason; one that gives no action, or stops reading
 its observations, within the episode's ``timeout_s`` (counted from its start) is recorded
 as ``timeout``. Either way its whole process group is killed, so nothing is left behind,
-and the run goes on. A line that is JSON but absurd (nested past orjson's depth limit, a
+and the run goes on. If the run itself is killed (``kill -9``), the agent's stdin reaches
+end of file, and any process it left behind is killed within a second or so
+(:mod:`simworld._episode.fate`). A line that is JSON but absurd (nested past orjson's depth limit, a
 number past a double, a lone surrogate escape, or values past :mod:`simworld._world.actions`'
 limits) is not fatal: it comes back to the agent as an error result, like a wrong shape.
 
@@ -39,6 +41,7 @@ from typing import Any
 import orjson
 
 from simworld._episode.episode import Observation
+from simworld._episode.fate import share_fate
 from simworld._world.actions import MAX_DEPTH, Refused
 from simworld._world.clock import wall_monotonic
 from simworld.errors import AgentTimeout
@@ -90,6 +93,7 @@ class SubprocessAgent:
         self.argv = shlex.split(command)
         self.timeout_s = timeout_s
         self.began = wall_monotonic()
+        share_fate()  # a run killed with kill -9 takes this process (and what it started) with it
         try:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, start_new_session=True)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from simworld._episode.deadline import DeadlineCaller, is_bounded
+from simworld._episode.deadline import DeadlineCaller, InterruptWatch, is_bounded
 from simworld._episode.episode import Episode, Observation, Stepper
 from simworld._scenario.scenario import Scenario
 from simworld._world.actions import Refused
-from simworld.errors import AgentTimeout, describe_exception
+from simworld.errors import AgentTimeout, describe_exception, exception_text
 
 __all__ = ["Agent", "AgentFactory", "play"]
 
@@ -29,12 +28,20 @@ AgentFactory = Callable[[Scenario, int, dict[str, Any]], Agent]
 def play(env: Stepper, agent_factory: AgentFactory) -> Episode:
     """Reset ``env``, drive one agent through it, and seal the episode; never raises for what happens inside.
 
-    An agent that raises is recorded as ``agent_error``; one that gives no action within the
-    scenario's ``timeout_s`` as ``timeout`` (agents from factories marked with
-    :func:`simworld._episode.deadline.bounded` run on a watchdog thread, so even a call that blocks
-    forever ends on time); an unexpected exception in the harness or in a user's tool as
-    ``harness_error``, with its traceback. Only ``env.reset()`` failing raises.
+    An agent that raises anything (``SystemExit``, ``KeyboardInterrupt`` and other
+    ``BaseException`` included) is recorded as ``agent_error``, naming what it raised; one that
+    gives no action within the scenario's ``timeout_s`` as ``timeout`` (agents from factories
+    marked with :func:`simworld._episode.deadline.bounded` run on a watchdog thread, so even a
+    call that blocks forever ends on time); an unexpected exception in the harness or in a
+    user's tool as ``harness_error``, with its traceback. Only ``env.reset()`` failing raises,
+    and a real Ctrl-C (see :class:`~simworld._episode.deadline.InterruptWatch`), which is raised
+    again so that the run can stop.
     """
+    with InterruptWatch() as watch:
+        return _play(env, agent_factory, watch)
+
+
+def _play(env: Stepper, agent_factory: AgentFactory, watch: InterruptWatch) -> Episode:
     observation = env.reset()
     caller = DeadlineCaller() if is_bounded(agent_factory) else None
 
@@ -48,8 +55,10 @@ def play(env: Stepper, agent_factory: AgentFactory) -> Episode:
             return call(agent_factory, env.scenario, env.seed, dict(env.variables), what=f"building {what}")
         except AgentTimeout as exc:
             env.time_out(f"{exc} (timeout_s {env.scenario.timeout_s:g})")
-        except Exception as exc:  # a user's agent failing to build is that episode's error, not the run's
-            env.fail(f"{what} could not be built: {type(exc).__name__}: {exc}")
+        except BaseException as exc:  # a user's agent failing to build is that episode's error, not the run's
+            if watch.is_users(exc):
+                raise
+            env.fail(f"{what} could not be built: {type(exc).__name__}: {exception_text(exc)}")
         return None
 
     agent = build("the agent")
@@ -59,7 +68,9 @@ def play(env: Stepper, agent_factory: AgentFactory) -> Episode:
         except AgentTimeout as exc:
             env.time_out(f"{exc} (timeout_s {env.scenario.timeout_s:g})")
             break
-        except Exception as exc:
+        except BaseException as exc:  # anything the agent raises, SystemExit included, ends its episode only
+            if watch.is_users(exc):
+                raise
             env.fail(describe_exception(exc))
             break
         try:
@@ -67,21 +78,30 @@ def play(env: Stepper, agent_factory: AgentFactory) -> Episode:
         except Exception as exc:  # a harness bug or a user's tool: this episode's error, never the run's
             env.harness_fail(describe_exception(exc, frames=True))
             break
+        except BaseException as exc:  # only an agent's object raises these while its action is read
+            if watch.is_users(exc):
+                raise
+            env.fail(f"its action could not be read: {describe_exception(exc)}")
+            break
         if observation.resumed and not env.done:
             # The agent died mid-call: a fresh one takes over the reloaded session.
-            _close(agent, None, "agent_error", call)
+            _close(agent, None, "agent_error", call, watch)
             agent = build("the agent after the crash")
     episode = env.episode()
     if agent is not None:
-        _close(agent, episode.outcome, episode.stop_reason, call)
+        _close(agent, episode.outcome, episode.stop_reason, call, watch)
     if caller is not None:
         caller.close()
     return episode
 
 
-def _close(agent: Any, outcome: str | None, stop_reason: str, call: Callable[..., Any]) -> None:
+def _close(agent: Any, outcome: str | None, stop_reason: str, call: Callable[..., Any],
+           watch: InterruptWatch) -> None:
     """Tell an agent that has an ``end`` method (a process, a connection) that its episode is over."""
-    end = getattr(agent, "end", None)
-    if callable(end):
-        with contextlib.suppress(Exception):  # closing must never lose the episode
+    try:
+        end = getattr(agent, "end", None)
+        if callable(end):
             call(end, outcome, stop_reason, what="the agent's end()")
+    except BaseException as exc:  # closing must never lose the episode, whatever the agent raises
+        if watch.is_users(exc):
+            raise

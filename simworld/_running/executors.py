@@ -19,9 +19,11 @@ dead worker's task is retried.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -30,6 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from simworld._episode.fate import share_fate
 from simworld._running.job import harness_line, play_episode
 from simworld._world.clock import TimeGuard
 from simworld.errors import SimworldError
@@ -50,8 +53,10 @@ def _worker_label() -> str:
 
 
 def _child_start() -> None:
-    """In each forked worker: leave Ctrl-C to the run, and start this process's own simulated-time guard."""
+    """In each forked worker: die with the run, leave Ctrl-C to it, and start this process's own simulated-time
+    guard."""
     global _GUARD
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     TimeGuard._active = None  # the parent's guard, if any, is not this process's
     _GUARD = TimeGuard()
@@ -65,6 +70,37 @@ def _child_play(indices: tuple[int, ...]) -> list[tuple[dict[str, Any], bytes | 
     todo, agent_name, agent_factory, out = _CONTEXT
     label = _worker_label()
     return [(*play_episode(todo[i], agent_name, agent_factory, out, _GUARD), label) for i in indices]
+
+
+#: How often a worker looks for its parent (where the kernel cannot be asked to signal it: not Linux).
+PARENT_POLL_S = 0.5
+
+
+def die_with_parent() -> None:
+    """End this worker process as soon as the process that started it is gone (killed with ``kill -9``, say).
+
+    A pool's worker otherwise outlives a killed run: it blocks on its task queue, whose other end it holds
+    itself, for as long as anyone waits. On Linux the kernel sends it SIGKILL when its parent dies
+    (``PR_SET_PDEATHSIG``); everywhere a daemon thread also checks every PARENT_POLL_S seconds that its parent
+    is still the one it was born to, and exits when not.
+    """
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the request was made
+        os._exit(1)
+
+    def watch() -> None:
+        pause = threading.Event()
+        while os.getppid() == parent:
+            pause.wait(PARENT_POLL_S)  # waits on a lock: freezegun cannot stop it
+        os._exit(1)
+
+    threading.Thread(target=watch, name="simworld-parent-watch", daemon=True).start()
 
 
 #: Episodes a task on first try; the episodes of a task whose worker died are tried again one at a time.
@@ -111,7 +147,8 @@ def in_processes(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: 
         scenario, seed, trial = todo[index]
         yield todo[index], harness_line(
             scenario.id, seed, trial, agent_name, None,
-            f"while running: the worker process playing it died {attempts[index]} times",
+            f"while running: the worker process playing it died {attempts[index]} times (an agent that ends its "
+            "process, with os._exit or a crash, or the machine killing it)",
             category=scenario.category), None, "lost"
 
     try:
@@ -153,6 +190,8 @@ def on_ray(todo: Sequence[Any], agent_name: str, agent_factory: Any, out: Path |
                             "cluster too).") from None
     started_here = not ray.is_initialized()
     if started_here:
+        if address is None:
+            share_fate()  # the local Ray's own processes outlive a killed run by most of a minute otherwise
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}})
     try:
