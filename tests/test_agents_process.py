@@ -45,6 +45,8 @@ MISBEHAVING = {
               "agent_error", "exited with code 3", "boom"),
     "hang": ("import sys, time, subprocess\nsys.stdin.readline()\nsubprocess.Popen(['sleep', '{marker}'])\n"
              "time.sleep(120)\n", "timeout", "no action within", "killed"),
+    "closes-stdout": ("import os, sys, time\nsys.stdin.readline()\nos.close(1)\ntime.sleep(120)\n",
+                      "agent_error", "closed its stdout without an action (it had not exited)", "it was stopped"),
     "garbage": ("import sys\nsys.stdin.readline()\nprint('let me think about it', flush=True)\nsys.stdin.readline()\n",
                 "agent_error", "not JSON", "let me think"),
 }
@@ -68,6 +70,7 @@ class TestMisbehavingProcesses:
         for r in results:
             assert r["stop_reason"] == stop_reason and not r["passed"] and r["total"] == 0.0
             assert reason in r["error"] and detail in r["error"]
+            assert "code -" not in r["error"]  # never the code of simworld's own kill
         left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
         assert left.stdout.strip() == "", "a child of the agent was left running"
 

@@ -57,6 +57,8 @@ class AgentProcessError(RuntimeError):
 
 #: How long the closing ``end`` message may wait for an agent that does not read it.
 END_GRACE_S = 1.0
+#: How long an agent whose pipe closed may take to exit before it is called still running.
+EXIT_GRACE_S = 0.5
 
 
 def _unreadable(error: orjson.JSONDecodeError) -> str | None:
@@ -129,6 +131,14 @@ class SubprocessAgent:
         tail = " | ".join(list(self.stderr_tail)[-3:])
         return f"; stderr: {tail}" if tail else ""
 
+    def _exit_code(self) -> int | None:
+        """The agent's own exit code, or None if it is still running once its pipe has closed.
+
+        A pipe closes as its process exits, a moment before the exit can be collected: wait briefly for it.
+        """
+        _wait(self.proc, EXIT_GRACE_S)
+        return self.proc.poll()
+
     def _deadline(self) -> float:
         return self.began + self.timeout_s
 
@@ -147,8 +157,12 @@ class SubprocessAgent:
             except BlockingIOError:  # the pipe is full: the agent has not read what it was sent
                 pass
             except OSError:
+                code = self._exit_code()
                 self.close()
-                raise AgentProcessError(f"agent process exited (code {self.proc.poll()}) before reading its "
+                if code is None:
+                    raise AgentProcessError("agent process closed its stdin before reading its observation (it had "
+                                            f"not exited); it was stopped{self._why()}") from None
+                raise AgentProcessError(f"agent process exited (code {code}) before reading its "
                                         f"observation{self._why()}") from None
             remaining = deadline - wall_monotonic()
             if remaining <= 0:
@@ -167,9 +181,12 @@ class SubprocessAgent:
         self._send({"type": "observation", **observation.to_json()}, self._deadline())
         while not self.lines:
             if self.eof:
+                code = self._exit_code()
                 self.close()
-                raise AgentProcessError(f"agent process exited with code {self.proc.returncode} without an "
-                                        f"action{self._why()}")
+                if code is None:  # its code now would be that of our own kill, not anything it did
+                    raise AgentProcessError("agent process closed its stdout without an action (it had not "
+                                            f"exited); it was stopped{self._why()}")
+                raise AgentProcessError(f"agent process exited with code {code} without an action{self._why()}")
             remaining = self._deadline() - wall_monotonic()
             if remaining <= 0:
                 self.close(grace=0)
