@@ -54,6 +54,58 @@ class TestOwnInput:
         assert done.returncode == 2 and "cannot write" in done.stderr and "Traceback" not in done.stderr
 
 
+class TestOutputPaths:
+    @pytest.mark.parametrize("args", [
+        ("export", "{run}", "--out", "{run}"), ("export", "{run}", "--out", "{run}/events"),
+        ("export", "{run}", "--out", "{tmp}"), ("export", "{run}", "--out", "{run}/run.json/x.jsonl"),
+        ("grade", "{run}", "--out", "{run}"), ("grade", "{run}", "--out", "{run}/events"),
+        ("report", "{run}", "--html", "{run}"), ("report", "{run}", "--html", "{run}/run.json/r.html"),
+        ("generate", "--out", "{run}"), ("run", "--scenario", SID, "--out", "{run}/run.json/o"),
+    ], ids=["export-run", "export-events", "export-tmp", "export-under-file", "grade-run", "grade-events",
+            "report-run", "report-under-file", "generate-dir", "run-under-file"])
+    def test_directory_where_a_file_is_expected(self, run_dir: Path, tmp_path: Path, args: tuple[str, ...]) -> None:
+        """An output that is a directory (or sits under a file) is one clear line, exit 2: no raw errno, no tmp."""
+        run = _copy(run_dir, tmp_path)
+        before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+        done = simworld(*(a.format(run=run, tmp=tmp_path) for a in args))
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "Errno" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert "is a directory, not a file" in done.stderr or "is a file, not a directory" in done.stderr
+        assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+class TestStaleTemporaryFiles:
+    def test_next_export_removes_a_killed_exports_tmp(self, run_dir: Path, tmp_path: Path) -> None:
+        """The .NAME.tmp a killed export leaves is gone after the next export to that file, whose output is whole."""
+        fresh = tmp_path / "fresh.jsonl"
+        assert simworld("export", str(run_dir), "--out", str(fresh)).returncode == 0
+        out = tmp_path / "x.jsonl"
+        stale = tmp_path / ".x.jsonl.tmp"
+        stale.write_bytes(fresh.read_bytes()[:1000] + b"\n" + b"garbage " * 50_000)  # half an export, then junk
+        done = simworld("export", str(run_dir), "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        assert not stale.exists() and out.read_bytes() == fresh.read_bytes()
+
+    def test_stale_tmp_that_is_a_symlink_is_not_written_through(self, run_dir: Path, tmp_path: Path) -> None:
+        """A stale .NAME.tmp that points elsewhere is replaced, never followed: the file it points at is untouched."""
+        victim = tmp_path / "victim.txt"
+        victim.write_bytes(b"keep me\n")
+        (tmp_path / ".x.jsonl.tmp").symlink_to(victim)
+        done = simworld("export", str(run_dir), "--out", str(tmp_path / "x.jsonl"))
+        assert done.returncode == 0, done.stderr
+        assert victim.read_bytes() == b"keep me\n" and not (tmp_path / "x.jsonl").is_symlink()
+        assert not (tmp_path / ".x.jsonl.tmp").exists() and not (tmp_path / ".x.jsonl.tmp").is_symlink()
+
+    def test_failed_atomic_write_leaves_no_tmp(self, tmp_path: Path) -> None:
+        """A write whose rename fails (the destination is a directory) removes its temporary file."""
+        from simworld._world.events import write_atomic
+
+        (tmp_path / "d").mkdir()
+        with pytest.raises(IsADirectoryError):
+            write_atomic(tmp_path / "d", b"x")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
 class TestCorruptedResults:
     def _corrupt(self, run: Path) -> None:
         lines = (run / "results.jsonl").read_bytes().splitlines()

@@ -455,6 +455,7 @@ def generate(
     = "small",
 ) -> None:
     """Generate a large world from a seed: the base snapshot's records plus generated customers."""
+    from simworld._running.rundir import check_output_file
     from simworld._scenario.scenario import bundled_root
     from simworld._world.generate import generate as make
     from simworld._world.snapshot import SnapshotLoader
@@ -462,6 +463,7 @@ def generate(
     if customers < 0:
         raise _fail(f"--customers {customers} is negative; give a count >= 0.")
     try:
+        check_output_file(out, "generate --out")
         data = make(SnapshotLoader().load(bundled_root() / "snapshots" / f"{base}.json"), customers, seed)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)

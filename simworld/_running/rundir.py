@@ -30,10 +30,11 @@ from typing import Any
 
 import orjson
 
-from simworld._world.events import write_atomic
+from simworld._world.events import open_temp, temp_path, write_atomic
 from simworld.errors import RunDirError
 
-__all__ = ["EVENTS", "META", "RESULTS", "Key", "ResultsFile", "atomic_output", "describe_status", "line_key",
+__all__ = ["EVENTS", "META", "RESULTS", "Key", "ResultsFile", "atomic_output", "check_output_dir", "check_output_file",
+           "describe_status", "line_key",
            "numbered_lines", "parse_results", "read_meta", "read_results", "redact", "refuse_own_input",
            "rewrite_in_order", "write_meta"]
 
@@ -152,11 +153,11 @@ def rewrite_in_order(path: Path, order: Iterable[Key], sources: Sequence[Path] =
     """
     sources = tuple(sources) or (path,)
     indexes = [(src, index_results(src)) for src in sources]
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = Path(temp_path(path))
     written = 0
     with contextlib.ExitStack() as stack:
         handles = {src: stack.enter_context(src.open("rb")) for src, _ in indexes}
-        out = stack.enter_context(tmp.open("wb"))
+        out = stack.enter_context(os.fdopen(open_temp(str(tmp)), "wb"))
         for key in order:
             for src, index in indexes:
                 where = index.get(key)
@@ -175,11 +176,12 @@ def atomic_output(path: Path) -> Iterator[Any]:
     """A binary file to write ``path`` through: a temporary file beside it, renamed over ``path`` on success.
 
     On any failure the temporary file is removed and ``path`` is untouched: never a partial output.
+    A write killed outright (``kill -9``) leaves ``.NAME.tmp``, which the next write to ``path`` removes.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = Path(temp_path(path))
     try:
-        with tmp.open("wb") as f:
+        with os.fdopen(open_temp(str(tmp)), "wb") as f:
             yield f
         os.replace(tmp, path)
     finally:
@@ -187,8 +189,39 @@ def atomic_output(path: Path) -> Iterator[Any]:
             tmp.unlink()
 
 
+def _blocking_file(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is a file (so ``path`` can never be made), else None."""
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def check_output_file(out: Path, what: str) -> None:
+    """Refuse, in one line before any work, an output file path that is a directory or sits under a file."""
+    if out.is_dir():
+        raise RunDirError(f"{what} {str(out)!r} is a directory, not a file; give the path of a file to write "
+                          "(a new name, or a file to replace).")
+    blocker = _blocking_file(out)
+    if blocker is not None:
+        raise RunDirError(f"{what} {str(out)!r}: cannot write it, {str(blocker)!r} is a file, not a directory; "
+                          "give a path in an existing directory (or one that can be made).")
+
+
+def check_output_dir(out: Path, what: str) -> None:
+    """Refuse, in one line before any work, an output directory that is a file or sits under a file."""
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"{what} {str(out)!r} is a file; give a directory.")
+    blocker = _blocking_file(out)
+    if blocker is not None:
+        raise RunDirError(f"{what} {str(out)!r}: cannot make it, {str(blocker)!r} is a file, not a directory; "
+                          "give another directory.")
+
+
 def refuse_own_input(out: Path, run_dir: Path, what: str) -> None:
-    """Refuse an output path that is one of the run's own files (results.jsonl, run.json or an event file)."""
+    """Refuse an output file path that one of the run's own files (results.jsonl, run.json or an event file) is,
+    or that cannot be a file (a directory, such as the run directory itself, or a path under a file)."""
+    check_output_file(out, what)
     try:
         target = out.resolve()
         inputs = {(run_dir / RESULTS).resolve(), (run_dir / META).resolve()}
@@ -435,8 +468,7 @@ def merge_runs(out: Path, runs: Sequence[Path], *, overwrite: bool = False) -> d
             f"missing {', '.join(f'{i}/{n}' for i in missing)}") + ".")
     for (i, _, run), meta in sorted(zip(shards, metas, strict=True), key=lambda pair: pair[0][0]):
         _refuse_incomplete_shard(run, meta, f"{i}/{n}")
-    if out.exists() and not out.is_dir():
-        raise RunDirError(f"merge: OUT {str(out)!r} is a file; give a directory.")
+    check_output_dir(out, "merge: OUT")
     if holds_run(out):
         if not overwrite:
             raise RunDirError(f"merge: {str(out)!r} already holds a run; add --overwrite to replace it, or give "

@@ -35,6 +35,7 @@ from simworld._running.rundir import (
     Key,
     ResultsFile,
     Tally,
+    check_output_dir,
     clear_run,
     holds_run,
     line_key,
@@ -302,8 +303,7 @@ def _in_order(pool: ThreadPoolExecutor, fn: Callable[[Job], dict[str, Any]], job
 
 def _claim(out: Path, meta: dict[str, Any], resume: bool, overwrite: bool) -> dict[str, Any] | None:
     """Make ``out`` ready for this run; return the run.json of the run being resumed, if any."""
-    if out.exists() and not out.is_dir():
-        raise RunDirError(f"--out {str(out)!r} is a file; give a directory.")
+    check_output_dir(out, "--out")
     if not holds_run(out):
         return None
     if overwrite:

@@ -10,6 +10,7 @@ line is canonical JSON (sorted keys) so the same episode writes the same bytes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterable
@@ -86,19 +87,49 @@ def event_file_bytes(header: dict[str, Any], events: Iterable[Event], footer: di
     return _lines(header, events, footer, crash)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: a kill never leaves half a file."""
-    target = os.fspath(path)
-    head, name = os.path.split(target)
-    tmp = os.path.join(head, f".{name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # no buffered file object: one per episode
+def temp_path(path: str | os.PathLike[str]) -> str:
+    """The temporary file a write to ``path`` goes through: ``.NAME.tmp`` beside it.
+
+    One name per destination, so a write killed before its rename (``kill -9``) leaves a
+    file that is plainly stale and that the next write to the same destination removes.
+    """
+    head, name = os.path.split(os.fspath(path))
+    return os.path.join(head, f".{name}.tmp")
+
+
+def open_temp(tmp: str) -> int:
+    """A new, empty file at ``tmp`` opened for writing; a stale one (a killed write's) is removed first.
+
+    Never follows a symlink there: a stale name pointing elsewhere is replaced, not written through.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
+        return os.open(tmp, flags, 0o666)
+    except FileExistsError:
+        os.unlink(tmp)
+        return os.open(tmp, flags, 0o666)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: a kill never leaves half a file.
+
+    A failed write removes its temporary file; a killed one's is removed by the next write to ``path``.
+    """
+    target = os.fspath(path)
+    tmp = temp_path(target)
+    fd = open_temp(tmp)  # no buffered file object: one per episode
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @attrs.frozen
