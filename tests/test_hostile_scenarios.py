@@ -271,6 +271,39 @@ class TestFromReferences:
         assert "solution.jsonl:1 (step 0): $from 'oops' is not a reference" in done.stderr, done.stderr
 
 
+class _PathLike:
+    """An os.PathLike that is not a Path (as a user's own path class would be)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+class TestPathArguments:
+    @pytest.mark.parametrize("kind", [str, _PathLike, Path])
+    def test_public_api_takes_str_and_pathlike(self, tmp_path: Path, kind: Any) -> None:
+        """load_suite, load_scenario and run_suite take a str or any os.PathLike wherever they take a path."""
+        import simworld
+
+        suite = copy_suite(tmp_path, SID)
+        (loaded,) = simworld.load_suite(kind(suite))
+        assert loaded.id == SID and loaded.path == suite / SID
+        assert simworld.load_scenario(kind(suite / SID)).id == SID
+        out = tmp_path / "o"
+        result = simworld.run_suite([loaded], [0], "reference", simworld.build_agent_factory("reference"), kind(out))
+        assert result.passed == 1 and (out / "results.jsonl").is_file()
+
+    @pytest.mark.parametrize(("call", "name"), [("load_suite", "suite"), ("load_scenario", "directory")])
+    def test_not_a_path_names_the_argument(self, call: str, name: str) -> None:
+        """A path argument of another type is a TypeError naming the argument, its value and its type."""
+        import simworld
+
+        with pytest.raises(TypeError, match=rf"Expected {name} as a str or os.PathLike but got {name}=5 \(type=int\)"):
+            getattr(simworld, call)(5)
+
+
 class TestTemplates:
     @pytest.mark.parametrize("placeholder", ["{customer_name:>999999999}", "{customer_name!r}",
                                              "{customer_name.upper}", "{customer_name[0]}"])

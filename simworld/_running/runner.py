@@ -9,6 +9,7 @@ value may appear).
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import sys
 import threading
@@ -48,6 +49,7 @@ from simworld._running.rundir import (
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import TimeGuard, wall_monotonic, wall_time
 from simworld._world.events import read_events, write_atomic
+from simworld._world.files import as_path
 from simworld._world.splits import effective_seed, format_seeds
 from simworld._world.state import canonical_bytes
 from simworld.errors import ReplayError, RunDirError, ScenarioError
@@ -119,7 +121,7 @@ IDENTITY = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds
 
 
 def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: str, agent_factory: AgentFactory,
-              out: Path | None, *, argv: Sequence[str] = (), split: str = "dev", trials: int = 1,
+              out: str | os.PathLike[str] | None, *, argv: Sequence[str] = (), split: str = "dev", trials: int = 1,
               concurrency: int = 1, progress: Callable[..., None] | None = None,
               shard: tuple[int, int] | None = None, resume: bool = False, overwrite: bool = False,
               keep_results: bool = True, snapshot: str | None = None,
@@ -148,8 +150,10 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     ``progress(done, total, label, passed)`` is called before each episode and at the end; with
     workers or Ray, after each episode, with ``workers=`` the episodes each worker (host:pid) played.
     ``settings`` are other arguments that shape the results (an endpoint's URL): recorded in
-    run.json and, like the agent and the seeds, required to match on ``resume``.
+    run.json and, like the agent and the seeds, required to match on ``resume``. ``out`` is a str or an
+    os.PathLike (None: nothing is written).
     """
+    out = None if out is None else as_path(out, "out")
     if trials < 1 or concurrency < 1 or workers < 1:
         raise ScenarioError(f"--trials {trials}, --concurrency {concurrency} and --workers {workers} must each be at "
                             "least 1.")

@@ -14,6 +14,7 @@ the same solution), so one solution plays every seed.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 from collections import OrderedDict
@@ -26,7 +27,7 @@ import orjson
 
 from simworld._scenario.expectations import GRADING_KEYS, Expectations, build_expectations
 from simworld._scenario.schemacheck import first_error, load_schema, read_json_file
-from simworld._world.files import MAX_SCENARIO_FILE_BYTES, read_bounded
+from simworld._world.files import MAX_SCENARIO_FILE_BYTES, as_path, read_bounded
 from simworld._world.perturb import (
     PARAM_KINDS,
     PERTURB_KEYS,
@@ -231,7 +232,8 @@ def read_steps(path: Path, allowed_tools: tuple[str, ...] | None = None) -> tupl
     return tuple(steps)
 
 
-def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapshot: str | None = None) -> Scenario:
+def load_scenario(directory: str | os.PathLike[str], loader: SnapshotLoader | None = None,
+                  snapshot: str | None = None) -> Scenario:
     """Load and validate the scenario in ``directory``; any problem is a ScenarioError naming the file.
 
     task.json is checked against the published schema (``simworld/schemas/task.schema.json``)
@@ -240,7 +242,9 @@ def load_scenario(directory: Path, loader: SnapshotLoader | None = None, snapsho
     Whatever is wrong, the error is one line naming the file and the key: never a traceback.
 
     ``snapshot`` runs the scenario on another world (e.g. ``large``) than its task.json names.
+    ``directory`` is a str or an os.PathLike.
     """
+    directory = as_path(directory, "directory")
     task_path = directory / "task.json"
     problem = _schema_problem(task_path)
     if problem:
@@ -374,12 +378,13 @@ def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str
     return scenario
 
 
-def load_suite(suite: Path | None = None, ids: list[str] | None = None, snapshot: str | None = None) -> list[Scenario]:
+def load_suite(suite: str | os.PathLike[str] | None = None, ids: list[str] | None = None,
+               snapshot: str | None = None) -> list[Scenario]:
     """Load every scenario under ``suite`` (the bundled suite by default, sorted by id), or only ``ids``.
 
-    ``ids`` keep the order given; an id named twice loads once.
+    ``suite`` is a str or an os.PathLike. ``ids`` keep the order given; an id named twice loads once.
     """
-    root = suite or bundled_root() / "scenarios"
+    root = bundled_root() / "scenarios" if suite is None else as_path(suite, "suite")
     if not root.is_dir():
         raise ScenarioError(f"Suite directory {str(root)!r} not found; pass --suite DIR with one folder per scenario.")
     available = sorted(p.name for p in root.iterdir() if (p / "task.json").exists())

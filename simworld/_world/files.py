@@ -15,7 +15,7 @@ from pathlib import Path
 
 from simworld.errors import SimworldError
 
-__all__ = ["MAX_SCENARIO_FILE_BYTES", "MAX_SNAPSHOT_BYTES", "read_bounded", "size_text"]
+__all__ = ["MAX_SCENARIO_FILE_BYTES", "MAX_SNAPSHOT_BYTES", "as_path", "read_bounded", "size_text"]
 
 #: A task.json, family.json, phrasings.md or world file: a few kilobytes in practice.
 MAX_SCENARIO_FILE_BYTES = 4 * 1024 * 1024
@@ -24,6 +24,20 @@ MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def as_path(value: str | os.PathLike[str], name: str) -> Path:
+    """``value`` (a str or an os.PathLike) as a Path, for a public function's path argument ``name``.
+
+    Raises:
+        TypeError: naming the argument, its value and its type, when it is neither.
+    """
+    if isinstance(value, Path):
+        return value
+    if isinstance(value, str) or (isinstance(value, os.PathLike) and isinstance(os.fspath(value), str)):
+        return Path(value)
+    raise TypeError(f"Expected {name} as a str or os.PathLike but got {name}={value!r} "
+                    f"(type={type(value).__name__}).")
 
 
 def size_text(n: int) -> str:
