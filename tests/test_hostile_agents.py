@@ -182,7 +182,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(home: Path, out: Path, agent: str, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "simworld", "run", "--suite", str(home / "scenarios"), "--agent", agent, "--seeds", SEEDS, *options, "--out", str(out)],
+    return subprocess.run([sys.executable, "-m", "simworld", "run", "--suite", str(home / "scenarios"), "--agent",
+                           agent, "--seeds", SEEDS, *options, "--out", str(out)],
                           capture_output=True, text=True, cwd=home, timeout=240,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
