@@ -220,23 +220,40 @@ __all__ = [
 ]
 
 
-def make(scenario: str | Scenario, seed: int | None = None, *, world: Mapping[str, Any] | None = None) \
-        -> Environment:
+def make(scenario: str | Scenario, seed: int | None = None, *, world: Mapping[str, Any] | None = None,
+         split: str = "dev") -> Environment:
     """An environment for a scenario (an id from the bundled suite, or a loaded Scenario) at ``seed`` (default 0).
+
+    ``split`` reads the seed as ``simworld run --split`` does: in ``dev`` (the default) it is used as given, and
+    a seed in the holdout range, a negative seed and a holdout instance (a scenario whose task.json says
+    ``"split": "holdout"``) are refused; in ``holdout`` seed N is the scenario's N-th reserved holdout seed.
 
     ``world`` pins explicit world parameters instead (``{"year_shift": 0, "currency": "USD", ...}``,
     as ``simworld probe`` writes them; see :mod:`simworld.perturb`); the environment's seed is
     then ``seed`` if that seed gives exactly this world, else a number derived from the parameters.
+    A pinned world is a dev world: ``world`` is refused with ``split="holdout"`` and for a holdout instance.
 
     >>> env = make("split-balance-three-ways", seed=3)
     >>> obs = env.reset()
+
+    Raises:
+        ScenarioError: an unknown scenario or split, or a seed or scenario the split refuses (one line naming
+            the argument and the fix).
     """
     from simworld._episode.environment import Environment
-    from simworld._scenario.scenario import load_suite
+    from simworld._scenario.scenario import check_split, load_suite
+    from simworld._world.splits import check_seed
+    from simworld.errors import ScenarioError
 
     if isinstance(scenario, str):
         (scenario,) = load_suite(None, [scenario])
     if world is not None:
+        if split != "dev":
+            raise ScenarioError(f"make(world=..., split={split!r}): a pinned world is a dev world; drop split, or "
+                                "drop world and give a holdout seed index.")
+        check_split([scenario], split)
         scenario = scenario.at_world(world)
         return Environment(scenario, scenario.world_seed(seed))
-    return Environment(scenario, 0 if seed is None else seed)
+    seed = 0 if seed is None else seed
+    check_seed(seed, split, "seed")
+    return Environment(scenario, scenario.run_seed(seed, split))

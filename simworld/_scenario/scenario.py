@@ -18,7 +18,7 @@ import os
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +39,16 @@ from simworld._world.perturb import (
     world_id,
 )
 from simworld._world.snapshot import Snapshot, SnapshotLoader
-from simworld._world.splits import HOLDOUT_BASE
+from simworld._world.splits import HOLDOUT_BASE, SPLITS, effective_seed
 from simworld._world.templates import check_template, from_reference, render, resolve_args
 from simworld._world.tools import OUTCOMES, TOOLS, Kind
 from simworld._world.vocab import CATEGORIES
 from simworld.errors import ScenarioError, SimworldError
 
-__all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "load_scenario", "load_suite"]
+__all__ = ["CATEGORIES", "TASK_KEYS", "Scenario", "Step", "bundled_root", "check_split", "load_scenario",
+           "load_suite"]
 
-TASK_KEYS = ("id", "category", "description", "snapshot", "target", "perturb", "params", "budget", "tools",
+TASK_KEYS = ("id", "category", "description", "split", "snapshot", "target", "perturb", "params", "budget", "tools",
              "allowed_outcomes", "prompt", "recovery", *GRADING_KEYS)
 _TARGET_KEYS = ("customer", "policy", "plan", "fee")
 #: The perturbed starts of the last few (scenario, seed)s: the agent's episode and every solution replay of a
@@ -113,6 +114,9 @@ class Scenario:
     solution_files: tuple[str, ...]  # the file name of each solution, in the same order
     expectations: Expectations
     recovery: Recovery | None = None
+    #: ``holdout`` for a holdout instance (task.json ``"split": "holdout"``, as ``families generate --split holdout``
+    #: writes it): it runs only in the holdout split, at holdout seeds (see :meth:`run_seed`), else ``dev``.
+    split: str = "dev"
     #: Pinned world parameters (:meth:`at_world`): when set, every seed gives this one world.
     world: Mapping[str, Any] | None = None
 
@@ -165,6 +169,16 @@ class Scenario:
                 attrs.evolve(self, world=None).instance(seed).world == self.world:
             return seed
         return world_id(self.id, self.world)
+
+    def run_seed(self, seed: int, split: str = "dev") -> int:
+        """The seed this scenario runs at for seed ``seed`` of ``split``, as ``simworld run --split`` reads it.
+
+        Raises:
+            ScenarioError: what :func:`simworld._world.splits.check_seed` refuses, and a holdout instance
+                outside the holdout split (see :func:`check_split`).
+        """
+        check_split([self], split)
+        return effective_seed(self.id, seed, split)
 
     def request(self, variables: dict[str, Any]) -> str:
         """The customer's request rendered for a seed's variables."""
@@ -267,6 +281,8 @@ def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str
     sid = data["id"]
     if not isinstance(sid, str) or sid != directory.name:
         raise _fail(task_path, f"id {sid!r} must be a string equal to the directory name {directory.name!r}.")
+    if data.get("split", "dev") not in SPLITS:
+        raise _fail(task_path, f"split {data['split']!r} is unknown; allowed: {', '.join(SPLITS)}.")
     if data["category"] not in CATEGORIES:
         raise _fail(task_path, f"category {data['category']!r} is unknown; allowed: {', '.join(CATEGORIES)}.")
     outcomes = data["allowed_outcomes"]
@@ -348,6 +364,7 @@ def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str
     expectations = build_expectations(task_path, data, tuple(tools), tuple(outcomes), directory.parent.parent)
     scenario = Scenario(
         id=sid, path=directory, category=data["category"], description=data.get("description", ""),
+        split=data.get("split", "dev"),
         snapshot=world, target=target, perturb=spec, params=params,
         max_steps=int(budget.get("max_steps", 30)), timeout_s=float(budget.get("timeout_s", 60.0)),
         tools=tuple(tools), allowed_outcomes=tuple(outcomes), prompt=prompt, solutions=tuple(solutions),
@@ -380,3 +397,23 @@ def load_suite(suite: str | os.PathLike[str] | None = None, ids: list[str] | Non
         raise ScenarioError(f"Unknown scenario(s) {missing!r} in {root}; available: {', '.join(available)}.")
     loader = SnapshotLoader()
     return [load_scenario(root / i, loader, snapshot) for i in wanted]
+
+
+def check_split(scenarios: Iterable[Scenario], split: str) -> None:
+    """Refuse holdout instances outside the holdout split: one line naming them and the fix.
+
+    A holdout instance (task.json ``"split": "holdout"``) is a reserved point of a family's parameter space, so
+    a dev command given one would run, check or serve holdout: only ``--split holdout`` (``split="holdout"``
+    from Python) reaches it, where it runs at its reserved holdout seeds like every scenario of that split.
+    """
+    held = [s.id for s in scenarios if s.split == "holdout"]
+    if not held or split == "holdout":
+        return
+    fix = "--split holdout (split='holdout' from Python)"
+    if len(held) == 1:
+        raise ScenarioError(f"scenario {held[0]!r} is a holdout instance (task.json \"split\": \"holdout\") and runs "
+                            f"only in the holdout split, not {split!r}; ask for it with {fix}.")
+    shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+    raise ScenarioError(f"{len(held)} scenarios are holdout instances ({shown}; task.json \"split\": \"holdout\") "
+                        f"and run only in the holdout split, not {split!r}; run them with {fix}, or leave them out "
+                        "(--scenario names the ones to run).")

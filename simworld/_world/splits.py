@@ -31,16 +31,20 @@ def check_seed(seed: int, split: str, option: str = "--seed") -> None:
     holdout range (a dev command given one would run, show or check a holdout world).
 
     Every command that takes a seed calls this before it touches a world, so the holdout range is reachable
-    only through ``--split holdout``, where the seed is an index into the scenario's reserved seeds.
+    only through ``--split holdout``, where the seed is an index into the scenario's reserved seeds. An
+    ``option`` without the leading ``--`` is a Python keyword (``make(seed=...)``), and the fix is said in Python.
     """
+    keyword = not option.startswith("--")
     if split not in SPLITS:
-        raise ScenarioError(f"--split {split!r} is unknown; use one of {', '.join(SPLITS)}.")
+        name = "split" if keyword else "--split"
+        raise ScenarioError(f"{name} {split!r} is unknown; use one of {', '.join(SPLITS)}.")
     if seed < 0:
         raise ScenarioError(f"{option} {seed} is negative; seeds start at 0.")
     if split == "dev" and seed >= HOLDOUT_BASE:
-        form = "N" if option == "--seed" else "A..B"
+        form = "N" if option in ("--seed", "seed") else "A..B"
+        fix = f"split='holdout' with {option}={form}" if keyword else f"--split holdout {option} {form}"
         raise ScenarioError(f"{option} {seed} is reserved for the holdout split (seeds from {HOLDOUT_BASE}); "
-                            f"use --split holdout {option} {form}, or a dev seed below {HOLDOUT_BASE}.")
+                            f"use {fix}, or a dev seed below {HOLDOUT_BASE}.")
 
 
 def effective_seed(scenario_id: str, seed: int, split: str) -> int:
