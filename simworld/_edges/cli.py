@@ -196,6 +196,9 @@ def run(
                                                   "network.")] = 1,
     workers: Annotated[int, typer.Option(help="Episodes at once on this many processes, for agents that use the "
                                               "CPU (every core: --workers $(nproc)).")] = 1,
+    isolate: Annotated[bool, typer.Option(help="Play every episode in a worker process, even with one worker, so "
+                                               "that an agent that ends its process (os._exit) loses only its "
+                                               "episode.")] = False,
     executor: Annotated[Executor, typer.Option(help="local (this machine) or ray (Ray tasks on a cluster; needs "
                                                     "simworld[ray]).")] = Executor.local,
     ray_address: Annotated[str | None, typer.Option(help="With --executor ray: the cluster's address "
@@ -265,7 +268,7 @@ def run(
                            trials=trials, concurrency=concurrency, progress=_Progress(), shard=shard_ij, resume=resume,
                            overwrite=overwrite, keep_results=False, snapshot=snapshot,
                            settings=run_settings or None, workers=workers, executor=executor.value,
-                           ray_address=ray_address)
+                           ray_address=ray_address, isolate=isolate)
     except (SimworldError, OSError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -346,6 +349,9 @@ def _pinned_world(path: Path, suite: Path | None, snapshot: str | None) -> tuple
     spec = read_world_file(path)
     try:
         (loaded,) = load_suite(suite, [spec.scenario], snapshot)
+        if loaded.split == "holdout":  # a pinned world is a dev world (probe's): never one of a holdout instance
+            raise ScenarioError(f"scenario {loaded.id!r} is a holdout instance (task.json \"split\": \"holdout\"); "
+                                "a world file pins a dev world, so run the instance with --split holdout instead.")
         pinned = loaded.at_world(spec.world)
     except ScenarioError as exc:
         raise ScenarioError(f"{path}: {exc}") from None
@@ -738,7 +744,7 @@ def check(
     from collections import Counter
 
     from simworld._running.check import BrokenSolution, check_scenario, parse_seeds, summary_score
-    from simworld._scenario.scenario import load_suite
+    from simworld._scenario.scenario import check_split, load_suite
     from simworld._world.clock import TimeGuard
     from simworld._world.splits import check_seed
 
@@ -747,6 +753,7 @@ def check(
         for n in seed_list:
             check_seed(n, split.value, "--seeds")
         scenarios = load_suite(suite, scenario)
+        check_split(scenarios, split.value)
     except SimworldError as exc:
         raise _fail(str(exc)) from None
     progress = _Progress("scenarios")
@@ -853,8 +860,9 @@ def families_generate(
         typer.echo(f"{name:<30} {len(done.instances)} written; skipped {skipped}")
         for line in done.disagreements:
             typer.echo(f"  SOLVER DISAGREES WITH THE WORLD {line}", err=True)
+    held = " --split holdout" if split == "holdout" else ""  # holdout instances run only in the holdout split
     typer.echo(f"wrote {total} scenario(s) to {out} ({split.value} split, seed {seed}); check them with: "
-               f"simworld check --suite {out}")
+               f"simworld check --suite {out}{held}")
     if any(d.disagreements for d in results.values()):
         raise typer.Exit(1)
 

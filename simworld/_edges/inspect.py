@@ -140,7 +140,7 @@ def use_simworld(out: str | None = None) -> Solver:
         if not isinstance(scenario_id, str) or not isinstance(seed, int):
             raise ValueError(f"use_simworld(): sample {state.sample_id!r} has no simworld scenario and seed in its "
                              "metadata; build the dataset with simworld.inspect.samples().")
-        scenario = _scenario(scenario_id, meta.get("suite"))
+        scenario = _scenario(scenario_id, meta.get("suite"), meta.get("split"))
         session = Session(scenario, seed, agent_name=f"inspect:{state.model}", trial=state.epoch - 1, out=out)
         _LIVE[state.uuid] = session
         state.tools = simworld_tools(session)
@@ -151,12 +151,13 @@ def use_simworld(out: str | None = None) -> Solver:
 
 
 
-def _scenario(scenario_id: str, suite_dir: Any) -> Scenario:
-    """A scenario by id: the one samples() loaded, or loaded now (a dataset built elsewhere)."""
+def _scenario(scenario_id: str, suite_dir: Any, split: Any = "dev") -> Scenario:
+    """A scenario by id: the one samples() loaded, or loaded now (a dataset built elsewhere, in its ``split``: a
+    holdout instance loads only in a holdout dataset)."""
     key = (scenario_id, suite_dir if isinstance(suite_dir, str) else None)
     found = _SCENARIOS.get(key)
     if found is None:
-        ((found, _),) = suite_grid(scenario_id, 0, "dev", key[1])
+        ((found, _),) = suite_grid(scenario_id, 0, "holdout" if split == "holdout" else "dev", key[1])
         _SCENARIOS[key] = found
     return found
 

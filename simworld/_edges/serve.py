@@ -5,8 +5,9 @@
 ``Environment(scenario, seed, agent_name="mcp")``, the same world at the same seed and independent state, so
 one session never sees another's writes nor ends another's episode. Over stdio the one client is one session;
 over HTTP every session the client opens (``initialize``) is one. The seed is checked as ``simworld run``
-checks it (:func:`simworld._world.splits.effective_seed`): a dev seed in the holdout range or a negative seed is
-refused, and with ``split="holdout"`` seed N is the scenario's N-th reserved holdout seed.
+checks it (:meth:`simworld._scenario.scenario.Scenario.run_seed`): a dev seed in the holdout range, a negative
+seed, or a holdout instance outside the holdout split is refused, and with ``split="holdout"`` seed N is the
+scenario's N-th reserved holdout seed.
 
 HTTP binds 127.0.0.1; another address needs ``allow_remote`` and a bearer token, checked on every request,
 and the port is bound before anything is served (:mod:`simworld._edges.serve_http`).
@@ -75,7 +76,6 @@ from simworld._running.rundir import EVENTS, RESULTS, ResultsFile
 from simworld._running.runner import simworld_version
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import wall_monotonic
-from simworld._world.splits import effective_seed
 from simworld._world.state import canonical_bytes
 from simworld._world.tools import TOOLS, Kind
 from simworld.errors import MissingDependency, describe_exception
@@ -382,14 +382,14 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
 
     Raises:
         ServeError: an argument that cannot be served (transport, port, host, token, a busy port).
-        ScenarioError: a seed the split refuses.
+        ScenarioError: a seed the split refuses, or a holdout instance outside ``split="holdout"``.
         MissingDependency: the ``mcp`` extra is not installed.
     """
     if transport not in TRANSPORTS:
         raise ServeError(f"--transport {transport!r} is unknown; use one of {', '.join(TRANSPORTS)}.")
     if transport == "http" and not 0 <= port <= 65535:
         raise ServeError(f"--port {port} is out of range; use 0 to 65535.")
-    run_seed = effective_seed(scenario.id, seed, split)
+    run_seed = scenario.run_seed(seed, split)
     if transport == "http":
         check_access(host, allow_remote, token)
     if out is not None and out.exists() and not out.is_dir():

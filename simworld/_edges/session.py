@@ -23,8 +23,8 @@ from simworld._episode.episode import Episode, Observation
 from simworld._episode.judge import graded_line
 from simworld._running.job import finish_episode, harness_line
 from simworld._running.rundir import EVENTS, RESULTS, ResultsFile
-from simworld._scenario.scenario import Scenario, load_suite
-from simworld._world.splits import SPLITS, effective_seed, parse_seeds
+from simworld._scenario.scenario import Scenario, check_split, load_suite
+from simworld._world.splits import SPLITS, parse_seeds
 from simworld._world.state import canonical_bytes
 from simworld.errors import MissingDependency, ScenarioError, describe_exception
 
@@ -66,7 +66,9 @@ def suite_grid(scenario: str | Sequence[str] | None = None, seeds: Any = 0, spli
                suite: str | Path | None = None) -> list[tuple[Scenario, int]]:
     """The (scenario, seed as run) pairs for these arguments, in ``simworld run``'s order (scenario, then seed).
 
-    With ``split="holdout"`` seed N is each scenario's N-th reserved holdout seed, as in ``simworld run``.
+    With ``split="holdout"`` seed N is each scenario's N-th reserved holdout seed, as in ``simworld run``; a
+    holdout instance among the scenarios is refused in any other split
+    (:func:`simworld._scenario.scenario.check_split`).
     """
     if split not in SPLITS:
         raise ScenarioError(f"split {split!r} is unknown; use one of {', '.join(SPLITS)}.")
@@ -74,7 +76,8 @@ def suite_grid(scenario: str | Sequence[str] | None = None, seeds: Any = 0, spli
     seed_list = parse_seed_list(seeds)
     if not seed_list:
         raise ScenarioError("seeds [] names no seed; give at least one, e.g. 0..9.")
-    return [(s, effective_seed(s.id, n, split)) for s in scenarios for n in seed_list]
+    check_split(scenarios, split)
+    return [(s, s.run_seed(n, split)) for s in scenarios for n in seed_list]
 
 
 class Session:

@@ -2,7 +2,8 @@
 
 Only dev worlds are ever shown: a holdout world printed once is a holdout world leaked (its
 request, amounts and dates can be tuned against), so :func:`render_scenario` refuses any seed
-in the holdout range, whoever calls it.
+in the holdout range, and any holdout instance (task.json ``"split": "holdout"``) at any seed,
+whoever calls it.
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ def render_scenario(scenario: Scenario, seed: int) -> str:
     """The scenario at dev ``seed``: request, policy text, tools, and a summary of the target's records.
 
     Raises:
-        ScenarioError: ``seed`` is negative or in the holdout range (see :func:`check_showable`).
+        ScenarioError: ``seed`` is negative or in the holdout range (see :func:`check_showable`), or the
+            scenario is a holdout instance.
     """
     check_showable(seed)
+    if scenario.split == "holdout":
+        raise ScenarioError(f"scenario {scenario.id!r} is a holdout instance (task.json \"split\": \"holdout\") and "
+                            "show never prints a holdout world (showing one would leak it); show a dev scenario.")
     inst = scenario.instance(seed)
     v = inst.vars
     state = inst.state

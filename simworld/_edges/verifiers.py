@@ -198,7 +198,7 @@ class SimworldEnv(vf.MultiTurnEnv):
         key = (scenario_id, suite_dir)
         found = self._scenarios.get(key)
         if found is None:
-            ((found, _),) = suite_grid(scenario_id, 0, "dev", suite_dir)
+            ((found, _),) = suite_grid(scenario_id, 0, self.split, suite_dir)  # a holdout instance needs holdout
             self._scenarios[key] = found
         return found
 

@@ -52,7 +52,7 @@ from simworld._grading.projection import diff, project, touched
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import TimeGuard
 from simworld._world.money import exponent, format_minor
-from simworld._world.splits import effective_seed, parse_seeds
+from simworld._world.splits import parse_seeds
 from simworld._world.state import State
 from simworld._world.tools import TOOLS, Kind
 from simworld.errors import BrokenSolutionError
@@ -338,9 +338,10 @@ def check_scenario(scenario: Scenario, seeds: Sequence[int], guard: TimeGuard | 
 
     In the ``dev`` split the seeds are checked as given (a seed in the holdout range is refused); in
     ``holdout`` seed N is the scenario's N-th reserved holdout seed, as in ``simworld run --split holdout``.
+    A holdout instance is checked only in ``holdout`` (:meth:`~simworld._scenario.scenario.Scenario.run_seed`).
     Reports name the seeds actually checked.
     """
-    checked = [effective_seed(scenario.id, n, split) for n in seeds]  # every seed refused before any is played
+    checked = [scenario.run_seed(n, split) for n in seeds]  # every seed refused before any is played
     report = ScenarioCheck(scenario.id)
     for seed in checked:
         report.seeds += 1

@@ -33,6 +33,7 @@ from simworld._running.strategies import world_params
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import wall_monotonic
 from simworld._world.perturb import world_file_bytes, world_id
+from simworld.errors import ScenarioError
 
 __all__ = ["DEFAULT_EXAMPLES", "ProbeFailure", "ProbeReport", "probe", "world_file_path"]
 
@@ -101,6 +102,9 @@ def probe(scenario: Scenario, agent: str, *, examples: int = DEFAULT_EXAMPLES, s
     The shrunk world is written to ``world_file`` (by default :func:`world_file_path`
     under ``db``; with neither, it is not written and the command names ``WORLD.json``).
     """
+    if scenario.split == "holdout":  # a probe tunes an agent on the worlds it finds: never on holdout
+        raise ScenarioError(f"scenario {scenario.id!r} is a holdout instance (task.json \"split\": \"holdout\"); "
+                            "probe draws dev worlds only, so probe a dev scenario.")
     factory = build_agent_factory(agent)
     runs = [0]
     first: list[int] = []

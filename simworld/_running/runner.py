@@ -46,11 +46,11 @@ from simworld._running.rundir import (
     rewrite_in_order,
     write_meta,
 )
-from simworld._scenario.scenario import Scenario
+from simworld._scenario.scenario import Scenario, check_split
 from simworld._world.clock import TimeGuard, wall_monotonic, wall_time
 from simworld._world.events import read_events, write_atomic
 from simworld._world.files import as_path
-from simworld._world.splits import effective_seed, format_seeds
+from simworld._world.splits import format_seeds
 from simworld._world.state import canonical_bytes
 from simworld.errors import ReplayError, RunDirError, ScenarioError
 
@@ -95,7 +95,8 @@ def grid(scenarios: Sequence[Scenario], seeds: Sequence[int], split: str = "dev"
     Shards are dealt round-robin (job k goes to shard k mod n + 1), so each holds a mix of
     scenarios and they finish at about the same time.
     """
-    jobs = [(scenario, effective_seed(scenario.id, seed, split), trial)
+    check_split(scenarios, split)  # one line naming every holdout instance, before any seed is read
+    jobs = [(scenario, scenario.run_seed(seed, split), trial)
             for scenario in scenarios for seed in seeds for trial in range(trials)]
     if shard is None:
         return jobs
@@ -126,7 +127,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
               shard: tuple[int, int] | None = None, resume: bool = False, overwrite: bool = False,
               keep_results: bool = True, snapshot: str | None = None,
               settings: dict[str, Any] | None = None, workers: int = 1, executor: str = "local",
-              ray_address: str | None = None) -> RunResult:
+              ray_address: str | None = None, isolate: bool = False) -> RunResult:
     """Run ``agent_factory``'s agents over the (scenario, seed, trial) grid; grade; write to ``out`` as it goes.
 
     Each episode's event file and then its result line are on disk as soon as it is graded,
@@ -145,7 +146,10 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     With ``workers`` > 1 episodes run on that many forked processes (CPU-bound agents: every
     core), and with ``executor="ray"`` as Ray tasks on the cluster at ``ray_address`` (a local
     Ray instance when None); either way the run directory is byte for byte the one a single
-    process writes (see :mod:`simworld._running.executors`).
+    process writes (see :mod:`simworld._running.executors`). ``isolate`` plays every episode in a
+    worker process even with one worker: an in-process agent can end the whole process
+    (``os._exit``, a crash in a C extension), which in a worker loses only its episode, recorded
+    as a ``harness_error``.
 
     ``progress(done, total, label, passed)`` is called before each episode and at the end; with
     workers or Ray, after each episode, with ``workers=`` the episodes each worker (host:pid) played.
@@ -159,9 +163,9 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
                             "least 1.")
     if executor not in ("local", "ray"):
         raise ScenarioError(f"--executor {executor!r}: expected local or ray.")
-    if concurrency > 1 and (workers > 1 or executor == "ray"):
+    if concurrency > 1 and (workers > 1 or isolate or executor == "ray"):
         raise ScenarioError(f"--concurrency {concurrency} runs threads in this process; it does not combine with "
-                            "--workers or --executor ray, which run processes: give one.")
+                            "--workers, --isolate or --executor ray, which run processes: give one.")
     if ray_address is not None and executor != "ray":
         raise ScenarioError("--ray-address needs --executor ray.")
     if not scenarios:
@@ -190,6 +194,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
         "episodes_planned": len(jobs),
         "concurrency": concurrency,
         "workers": workers,
+        **({"isolate": True} if isolate else {}),
         "executor": executor,
         "started_at_epoch": round(began_epoch, 3),
     }
@@ -235,7 +240,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     try:
         if executor == "ray":
             stored(on_ray(todo, agent_name, agent_factory, out, address=ray_address))
-        elif workers > 1:
+        elif workers > 1 or isolate:
             stored(in_processes(todo, agent_name, agent_factory, out, workers))
         elif concurrency == 1:
             with TimeGuard() as guard:
