@@ -243,7 +243,8 @@ def draw(family: Family, count: int, seed: int, split: str = "dev",
         return _draw(family, count, seed, split, progress, _Verifier(root / "suite", SnapshotLoader()))
 
 
-#: The seeds every instance's solutions are played and graded at before it is written.
+#: The seeds every instance's solutions are played and graded at before it is written (a holdout instance's: as
+#: indices of its holdout seeds, ``--split holdout --seeds 0..2``).
 VERIFY_SEEDS = (0, 1, 2)
 
 
@@ -267,7 +268,9 @@ class _Verifier:
         write_instance(family, inst, seed, self.scratch)
         directory = self.scratch / inst.id
         try:
-            return solution_failures(load_scenario(directory, self.loader), VERIFY_SEEDS)
+            scenario = load_scenario(directory, self.loader)
+            # At the seeds it will be run at: a holdout instance plays only at its holdout seeds.
+            return solution_failures(scenario, [scenario.run_seed(n, inst.split) for n in VERIFY_SEEDS])
         except SimworldError as exc:
             return [f"it does not load ({exc})"]
         finally:
@@ -344,6 +347,10 @@ def task_json(family: Family, inst: Instance, seed: int) -> dict[str, Any]:
         "description": f"Generated from family {family.name} ({inst.split} split, seed {seed}, phrasing "
                        f"{inst.phrasing}): {shown}. Outcome {' or '.join(inst.solved.outcomes)} (rules: {rules}). "
                        f"{family.description}",
+    }
+    if inst.split == "holdout":  # the instance is holdout, whatever seed it is run at (dev instances say nothing)
+        data["split"] = "holdout"
+    data |= {
         "snapshot": family.snapshot_name,
         "target": dict(inst.fixture),
         "perturb": inst.world,
