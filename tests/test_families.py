@@ -155,6 +155,18 @@ class TestGenerate:
         assert all(in_holdout(family, point(i)) for i in hold)
         assert not {orjson.dumps(point(i)) for i in dev} & {orjson.dumps(point(i)) for i in hold}
 
+    def test_holdout_instances_say_so_in_task_json(self, tmp_path: Path) -> None:
+        """A holdout instance's task.json carries "split": "holdout" (so it loads as one, whatever seed it is run
+        at); a dev instance's task.json has no split key (its bytes are those of before) and loads as dev."""
+        (family,) = load_families(names=["split-into-n"])
+        make([family], 3, 1, tmp_path / "dev")
+        make([family], 3, 1, tmp_path / "hold", split="holdout")
+        for split in ("dev", "hold"):
+            for task in sorted((tmp_path / split).glob("*/task.json")):
+                assert orjson.loads(task.read_bytes()).get("split") == ("holdout" if split == "hold" else None), task
+        assert {s.split for s in load_suite(tmp_path / "dev")} == {"dev"}
+        assert {s.split for s in load_suite(tmp_path / "hold")} == {"holdout"}
+
     def test_asking_for_more_than_the_space_holds_is_one_error(self, tmp_path: Path) -> None:
         """A family whose split cannot give COUNT distinct instances says how many it found."""
         with pytest.raises(FamilyError, match="found only"):

@@ -1,8 +1,11 @@
 """Holdout stays held out: `serve`, `show` and `check` refuse holdout and negative seeds on the dev split,
-reach holdout worlds only through `--split holdout`, and `show` never prints one."""
+reach holdout worlds only through `--split holdout`, and `show` never prints one. A holdout instance (a family's
+reserved parameter point, task.json "split": "holdout") is refused by every command and entry point outside the
+holdout split, runs in it at holdout seeds, and is never exported."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers import copy_suite, simworld
 
 from simworld._edges.show import render_scenario
 from simworld._running.check import check_scenario
@@ -143,3 +147,180 @@ class TestCheck:
         """check_scenario on the dev split refuses a holdout-range seed before playing anything."""
         with pytest.raises(ScenarioError, match="reserved for the holdout split"):
             check_scenario(WAIVE, [0, HOLDOUT_BASE])
+
+
+# -- holdout instances: a family's reserved parameter points, held out whatever the seed ------------------------
+
+FAMILY = "split-into-n"
+
+
+@pytest.fixture(scope="module")
+def held(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A suite of two holdout instances of a family, generated as a user would (``--split holdout``)."""
+    out = tmp_path_factory.mktemp("families") / "genh"
+    done = simworld("families", "generate", FAMILY, "--split", "holdout", "--count", "2", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"simworld check --suite {out} --split holdout" in done.stdout
+    return out
+
+
+def _ids(suite: Path) -> list[str]:
+    return sorted(p.name for p in suite.iterdir() if (p / "task.json").exists())
+
+
+def _one_line(done: subprocess.CompletedProcess[str], cwd: Path) -> str:
+    """The one error line of a command that refused (exit 2) and wrote nothing in ``cwd``."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("simworld: error: "), done.stderr
+    assert "Traceback" not in done.stderr and list(cwd.iterdir()) == []
+    return done.stderr
+
+
+class TestHoldoutInstanceIsMarked:
+    def test_task_json_says_holdout_and_the_scenario_exposes_it(self, held: Path) -> None:
+        """A holdout instance's task.json carries "split": "holdout" and loads as a holdout Scenario."""
+        for sid in _ids(held):
+            assert orjson.loads((held / sid / "task.json").read_bytes())["split"] == "holdout"
+        assert {s.split for s in load_suite(held)} == {"holdout"}
+        assert WAIVE.split == "dev"
+
+    def test_an_unknown_split_is_a_load_error_naming_file_key_and_values(self, tmp_path: Path) -> None:
+        """task.json "split": "test" is one line naming the file, the key and the allowed values."""
+        suite = copy_suite(tmp_path, SCENARIO, split="test")
+        done = simworld("list", "--suite", str(suite))
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"{suite / SCENARIO / 'task.json'}: split: 'test' is not allowed; allowed: dev, holdout" in done.stderr
+
+
+class TestRun:
+    def test_dev_run_refuses_a_suite_with_holdout_instances(self, held: Path, tmp_path: Path) -> None:
+        """`run --suite` over holdout instances is one line naming them and --split holdout; nothing is written."""
+        err = _one_line(simworld("run", "--suite", str(held), "--out", "out", cwd=tmp_path), tmp_path)
+        assert all(sid in err for sid in _ids(held)) and "--split holdout" in err
+
+    def test_a_mixed_suite_names_only_the_holdout_instances(self, held: Path, tmp_path: Path) -> None:
+        """A dev scenario beside a holdout instance: the refusal names the instance, not the dev scenario."""
+        suite = tmp_path / "mixed"
+        shutil.copytree(ROOT / "scenarios" / SCENARIO, suite / SCENARIO)
+        (sid, _) = _ids(held)
+        shutil.copytree(held / sid, suite / sid)
+        work = tmp_path / "work"
+        work.mkdir()
+        err = _one_line(simworld("run", "--suite", str(suite), "--out", "out", cwd=work), work)
+        assert repr(sid) in err and SCENARIO not in err
+        done = simworld("run", "--suite", str(suite), "--scenario", SCENARIO, "--out", "out", cwd=work)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def test_world_file_of_a_holdout_instance_is_refused(self, held: Path, tmp_path: Path) -> None:
+        """`run --world` pins a dev world, so a world file naming a holdout instance is refused."""
+        sid = _ids(held)[0]
+        (tmp_path / "w.json").write_bytes(orjson.dumps({"scenario": sid, "world": {}}))
+        done = simworld("run", "--world", "w.json", "--suite", str(held), "--out", "out", cwd=tmp_path)
+        assert done.returncode == 2 and "holdout instance" in done.stderr and not (tmp_path / "out").exists()
+
+    def test_holdout_run_plays_them_at_holdout_seeds_and_export_writes_none(self, held: Path, tmp_path: Path) -> None:
+        """With --split holdout they run at their reserved holdout seeds; exporting the run writes zero lines and
+        counts each episode as holdout; the result lines carry nothing a dev line lacks."""
+        done = simworld("run", "--suite", str(held), "--split", "holdout", "--seed", "1", "--out", "run",
+                        cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = [orjson.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_bytes().splitlines()]
+        assert sorted(r["scenario"] for r in lines) == _ids(held)
+        assert all(r["seed"] == effective_seed(r["scenario"], 1, "holdout") >= HOLDOUT_BASE for r in lines)
+        dev = simworld("run", "--scenario", SCENARIO, "--out", "dev", cwd=tmp_path)
+        assert dev.returncode == 0
+        (dev_line,) = [orjson.loads(x) for x in (tmp_path / "dev" / "results.jsonl").read_bytes().splitlines()]
+        assert all(set(r) == set(dev_line) for r in lines)
+        for fmt in ("native", "openai", "trl"):
+            export = simworld("export", "run", "--format", fmt, cwd=tmp_path)
+            assert export.returncode == 0 and export.stdout == "", export.stderr
+            assert f"exported 0 episode(s) as {fmt}; 0 filtered out, 2 holdout episode(s) never exported" \
+                in export.stderr
+
+
+class TestEveryCommandRefuses:
+    def test_show_refuses_a_holdout_instance(self, held: Path, tmp_path: Path) -> None:
+        """`show` never prints a holdout instance, at any dev seed."""
+        err = _one_line(simworld("show", _ids(held)[0], "--suite", str(held), cwd=tmp_path), tmp_path)
+        assert "holdout instance" in err and "leak" in err
+
+    def test_check_refuses_on_dev_and_checks_on_holdout(self, held: Path, tmp_path: Path) -> None:
+        """`check --suite` of holdout instances needs --split holdout; with it their graders are proven."""
+        err = _one_line(simworld("check", "--suite", str(held), "--seeds", "0", cwd=tmp_path), tmp_path)
+        assert all(sid in err for sid in _ids(held)) and "--split holdout" in err
+        done = simworld("check", "--suite", str(held), "--split", "holdout", "--seeds", "0..1", cwd=tmp_path)
+        assert done.returncode == 0 and "split holdout, holdout seed #0..1" in done.stdout, done.stdout
+
+    @pytest.mark.parametrize("transport", ["stdio", "http"])
+    def test_serve_refuses_a_holdout_instance(self, held: Path, tmp_path: Path, transport: str) -> None:
+        """`serve` of a holdout instance on the dev split is one line; nothing is served or written."""
+        err = _refused(_simworld(tmp_path, "serve", "--scenario", _ids(held)[0], "--suite", str(held), "--transport",
+                                 transport, "--port", "0", "--out", "out"), tmp_path)
+        assert "holdout instance" in err and "--split holdout" in err
+
+    def test_probe_refuses_a_holdout_instance(self, held: Path, tmp_path: Path) -> None:
+        """`probe` tunes on the worlds it finds, so it never probes a holdout instance."""
+        done = simworld("probe", "--scenario", _ids(held)[0], "--suite", str(held), "--db", "db", cwd=tmp_path)
+        assert done.returncode == 2 and "holdout instance" in done.stderr and list(tmp_path.iterdir()) == []
+
+
+class TestPythonApi:
+    def test_make_refuses_a_holdout_seed_unless_asked(self) -> None:
+        """make(seed=S) with S in the holdout range is refused as the CLI refuses it; split='holdout' reads S as
+        an index into the scenario's holdout seeds."""
+        import simworld as sw
+
+        with pytest.raises(ScenarioError, match=r"^seed 1000000 is reserved for the holdout split .* "
+                                                r"use split='holdout' with seed=N"):
+            sw.make(SCENARIO, seed=HOLDOUT_BASE)
+        with pytest.raises(ScenarioError, match="negative"):
+            sw.make(SCENARIO, seed=-1)
+        assert sw.make(SCENARIO, seed=HOLDOUT_BASE, split="holdout").seed == \
+            effective_seed(SCENARIO, HOLDOUT_BASE, "holdout")
+        assert sw.make(SCENARIO, seed=3).seed == 3
+
+    def test_make_and_environment_refuse_a_holdout_instance(self, held: Path) -> None:
+        """make() of a holdout instance needs split='holdout', and no Environment plays one at a dev seed."""
+        import simworld as sw
+
+        instance = load_suite(held)[0]
+        with pytest.raises(ScenarioError, match="holdout instance.*split='holdout'"):
+            sw.make(instance)
+        with pytest.raises(ScenarioError, match="holdout instance"):
+            sw.make(instance, world={})
+        with pytest.raises(ScenarioError, match="runs only at holdout seeds"):
+            sw.Environment(instance, 3)
+        env = sw.make(instance, seed=2, split="holdout")
+        assert env.seed == effective_seed(instance.id, 2, "holdout") and env.reset().request
+
+    def test_run_suite_refuses_a_holdout_instance_on_dev(self, held: Path, tmp_path: Path) -> None:
+        """run_suite over scenarios loaded by hand refuses a holdout instance before writing anything."""
+        from simworld import build_agent_factory, run_suite
+
+        with pytest.raises(ScenarioError, match="holdout instances"):
+            run_suite(load_suite(held), [0], "noop", build_agent_factory("noop"), tmp_path / "out")
+        assert not (tmp_path / "out").exists()
+
+    def test_gym_refuses_unless_holdout(self, held: Path) -> None:
+        """The Gymnasium environment refuses a suite of holdout instances on dev; on holdout its grid is holdout."""
+        gym = pytest.importorskip("simworld._edges.gym")
+        with pytest.raises(ScenarioError, match="holdout instances"):
+            gym.SimworldEnv(suite=held, seeds=0)
+        env = gym.SimworldEnv(suite=held, seeds=0, split="holdout")
+        assert all(seed >= HOLDOUT_BASE for _, seed in env.grid)
+
+    def test_inspect_refuses_unless_holdout(self, held: Path) -> None:
+        """The Inspect task refuses a suite of holdout instances on dev; on holdout its samples are holdout."""
+        inspect = pytest.importorskip("simworld._edges.inspect")
+        with pytest.raises(ScenarioError, match="holdout instances"):
+            inspect.suite(suite=str(held))
+        task = inspect.suite(suite=str(held), split="holdout")
+        assert all(s.metadata["seed"] >= HOLDOUT_BASE and s.metadata["split"] == "holdout" for s in task.dataset)
+
+    def test_verifiers_refuses_unless_holdout(self, held: Path) -> None:
+        """The verifiers environment refuses a suite of holdout instances on dev; on holdout its grid is holdout."""
+        verifiers = pytest.importorskip("simworld._edges.verifiers")
+        with pytest.raises(ScenarioError, match="holdout instances"):
+            verifiers.load_environment(suite=held, seeds=0)
+        env = verifiers.load_environment(suite=held, seeds=0, split="holdout")
+        assert all(seed >= HOLDOUT_BASE for _, seed in env.grid)
