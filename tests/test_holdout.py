@@ -192,6 +192,18 @@ class TestHoldoutInstanceIsMarked:
         assert f"{suite / SCENARIO / 'task.json'}: split: 'test' is not allowed; allowed: dev, holdout" in done.stderr
 
 
+    def test_list_marks_holdout_instances_and_hides_what_they_test(self, held: Path) -> None:
+        """`list` names each holdout instance as such, without its outcomes or description."""
+        done = simworld("list", "--suite", str(held))
+        assert done.returncode == 0, done.stderr
+        scenarios = {s.id: s for s in load_suite(held)}
+        for line in done.stdout.splitlines():
+            sid = line.split()[0]
+            assert "(holdout)" in line and "--split holdout" in line
+            assert scenarios[sid].description not in line and ",".join(scenarios[sid].allowed_outcomes) not in line
+        assert sorted(line.split()[0] for line in done.stdout.splitlines()) == _ids(held)
+
+
 class TestRun:
     def test_dev_run_refuses_a_suite_with_holdout_instances(self, held: Path, tmp_path: Path) -> None:
         """`run --suite` over holdout instances is one line naming them and --split holdout; nothing is written."""

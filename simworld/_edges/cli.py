@@ -403,7 +403,7 @@ def merge(
 
 @app.command("list")
 def list_(suite: Annotated[Path | None, typer.Option(help="Directory of scenarios.")] = None) -> None:
-    """List the scenarios: id, category, allowed outcomes, description."""
+    """List the scenarios: id, category, allowed outcomes, description (a holdout instance's are not shown)."""
     from simworld._scenario.scenario import load_suite
 
     try:
@@ -411,6 +411,10 @@ def list_(suite: Annotated[Path | None, typer.Option(help="Directory of scenario
     except SimworldError as exc:
         raise _fail(str(exc)) from None
     for s in scenarios:
+        if s.split == "holdout":  # its outcomes and description would tell what the instance tests
+            typer.echo(f"{s.id:<34} {s.category:<15} {'(holdout)':<28} a holdout instance: run it with --split "
+                       "holdout")
+            continue
         typer.echo(f"{s.id:<34} {s.category:<15} {','.join(s.allowed_outcomes):<28} {s.description}")
 
 
