@@ -1,8 +1,10 @@
 """The communications grader: what the agent said, and to whom, judged like any other action.
 
 Outgoing texts are the ``subject`` and ``body`` of ``send_message``, the ``reason`` of
-``escalate`` and ``decline``, the ``question`` of ``request_information`` and the
-``summary`` of ``finish``. Deterministic, no model in the loop. Checks:
+``escalate`` and ``decline``, the ``question`` of ``request_information``, the
+``summary`` of ``finish``, and every text the agent wrote to the customer in words (a
+chat model's reply, beside its calls or as its last word: a ``say`` event), judged
+exactly as a message. Deterministic, no model in the loop. Checks:
 
 - ``comms:recipients``: every message, escalation, information request and decline the
   episode filed is addressed to the scenario's customer, a party the scenario names
@@ -122,9 +124,13 @@ CLAIMS: dict[str, tuple[re.Pattern[str], ...]] = {
 
 
 def outgoing_texts(episode: Any) -> list[tuple[int, str, str]]:
-    """``(seq, tool, text)`` for every text the agent sent out in an ok call."""
+    """``(seq, tool, text)`` for every text the agent sent out: in an ok call, or written to the customer in words
+    (a ``say`` event, a chat model's text; its tool is ``say``)."""
     out = []
     for e in episode.events:
+        if e.kind == "say":
+            out.append((e.seq, "say", e.args["text"]))
+            continue
         if e.status != "ok" or e.tool not in TEXT_ARGS or not isinstance(e.args, dict):
             continue
         for arg in TEXT_ARGS[e.tool]:
@@ -219,7 +225,7 @@ class _Known:
                     owed = sum(i.amount.minor for i in plan.instalments if i.status in UNPAID)
                     self._amount(Decimal(owed).scaleb(-exponent(plan.currency)))
         for e in episode.events:
-            if e.status == "ok" and e.tool not in TEXT_ARGS:
+            if e.status == "ok" and e.tool not in TEXT_ARGS and e.kind != "say":
                 self._date_text(e.at)  # the simulated day of the call: "from today", "as of today"
         for text in (episode.request, episode.policy_text):
             for amount, _cur, _exp in _money_in(text):
@@ -233,8 +239,8 @@ class _Known:
             self._calls_read = True
             mine = _target_ids(self._episode)
             for e in self._episode.events:
-                if e.status != "ok" or e.tool in TEXT_ARGS:
-                    continue
+                if e.status != "ok" or e.tool in TEXT_ARGS or e.kind == "say":
+                    continue  # what the agent wrote is judged, never evidence for itself
                 if _ids_in(e.args) <= mine:  # a call about the target (or about nobody): what it showed is theirs
                     self._absorb(e.args)
                     self._absorb(e.result)

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = {"native": "native.schema.json", "openai": "openai-finetune-chat.schema.json",
            "trl": "trl-conversational.schema.json"}
 COLUMNS = {"native": {"format", "scenario", "seed", "agent", "policy", "request", "tools", "calls", "outcome",
-                      "stop_reason", "error", "grade", "state_hash", "events_hash"},
+                      "stop_reason", "error", "grade", "state_hash", "events_hash", "contract"},
            "openai": {"messages", "tools", "parallel_tool_calls"}, "trl": {"messages", "tools"}}
 
 

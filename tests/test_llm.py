@@ -19,6 +19,7 @@ from helpers import copy_suite
 from simworld import llm
 from simworld._agents.kinds import build_agent_factory
 from simworld._agents.llm import LLMAPIError, LLMConfigError, LLMDependencyError, OpenAIAgent, openai_factory
+from simworld._episode.contract import CONTRACT, system_text
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode, Observation
 from simworld._episode.play import AgentFactory
@@ -226,18 +227,23 @@ class TestParallelToolCalls:
         messages = stub.requests[3]["body"]["messages"]
         ids = [c["id"] for c in fixture("parallel-03-get_customer-list_payments")["choices"][0]["message"]
                ["tool_calls"]]
-        assert [c["id"] for c in messages[-3]["tool_calls"]] == ids
-        assert [(m["role"], m["tool_call_id"]) for m in messages[-2:]] == [("tool", ids[0]), ("tool", ids[1])]
-        assert json.loads(messages[-2]["content"]) == episode.events[2].result
+        # One assistant message a call, each answered before the next: the shape an export writes.
+        assert [(m["role"], [c["id"] for c in m.get("tool_calls", ())] or m.get("tool_call_id"))
+                for m in messages[-4:]] == [("assistant", [ids[0]]), ("tool", ids[0]), ("assistant", [ids[1]]),
+                                            ("tool", ids[1])]
+        assert json.loads(messages[-3]["content"]) == episode.events[2].result
         assert json.loads(messages[-1]["content"]) == episode.events[3].result
 
 
 class TestPlainAnswerStops:
     def test_no_tool_call_stops(self, scenario, stub: Stub) -> None:
-        """A reply with no tool call ends the episode as agent_stopped."""
+        """A reply with no tool call is the model's last word: recorded as a say event, then the episode ends as
+        agent_stopped, with no outcome."""
         stub.reply("plain-answer")
         episode, result, _ = play(scenario, stub)
-        assert episode.events == () and result["stop_reason"] == "agent_stopped" and result["error"] is None
+        text = fixture("plain-answer")["choices"][0]["message"]["content"]
+        assert [(e.kind, e.args) for e in episode.events] == [("say", {"text": text})]
+        assert result["stop_reason"] == "agent_stopped" and result["outcome"] is None and result["error"] is None
 
     def test_final_reply_tokens_are_counted(self, scenario, stub: Stub) -> None:
         """The tokens of the reply that ends the episode without a tool call still reach the counters."""
@@ -408,7 +414,8 @@ class TestRequestShape:
         assert set(body["tools"][0]["function"]) == {"name", "description", "parameters"}
         messages = body["messages"]
         assert [m["role"] for m in messages] == ["system", "user"] + ["assistant", "tool"] * 3
-        assert messages[0]["content"] == episode.policy_text and messages[1]["content"] == episode.request
+        assert messages[0]["content"] == system_text(episode.policy_text) and messages[1]["content"] == episode.request
+        assert messages[0]["content"].startswith(CONTRACT) and messages[0]["content"].endswith(episode.policy_text)
         for i, name in enumerate(WAIVE[:3]):
             assistant, tool = messages[2 + 2 * i], messages[3 + 2 * i]
             recorded = fixture(name)["choices"][0]["message"]["tool_calls"][0]

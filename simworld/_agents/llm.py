@@ -4,11 +4,17 @@
 conversation so far and the episode's tools, and turns the model's tool calls into
 actions, one per ``act()``:
 
-- messages: system = the policy, user = the request, then for every call an
-  ``assistant`` message with the model's ``tool_calls`` and a ``tool`` message
+- messages: system = the conversation's rules and the policy, user = the request, then
+  for every call an ``assistant`` message with the call and a ``tool`` message
   (``tool_call_id``, content = the JSON text of the result, or of the error);
 - several tool calls in one response are played in order, one per ``act()``, each
-  answered before the next request; a reply with no tool call stops the episode;
+  answered before the next request; the conversation keeps them as one assistant message
+  a call (the response's text on the first), the shape :func:`simworld._agents.chat.conversation`
+  gives an export, so the model is shown what a training line holds;
+- the text a model writes beside its calls rides on the first call's action as ``say`` and
+  is recorded as the episode's ``say`` event; a reply with no tool call is the model's last
+  word: recorded the same way, then the episode stops (``agent_stopped``, no outcome), as the
+  system message's rules tell the model (:mod:`simworld._episode.contract`);
 - a resumed agent (after a crash) rebuilds the conversation from the session log;
 - each response's ``usage`` rides on the first action made from it, so the episode's
   token counters count it once;
@@ -57,7 +63,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from simworld._agents.chat import RESUME_NOTE, opening, resumed
+from simworld._agents.chat import RESUME_NOTE, assistant_call, opening, resumed
 from simworld._agents.chat import json_text as _json_text
 from simworld._agents.chat import tool_content as _tool_content
 from simworld._agents.redact import Redactor
@@ -260,10 +266,7 @@ class OpenAIAgent:
         body = self._complete([{"type": "function", "function": dict(schema)} for schema in observation.tools])
         message = self._message(body)
         calls = self._tool_calls(message)
-        assistant: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        if calls:
-            assistant["tool_calls"] = [{"id": c["id"], "type": "function", "function": c["function"]} for c in calls]
-        self.messages.append(assistant)
+        text = _text_of(message.get("content"))
         usage = body.get("usage")
         tokens = {}
         if isinstance(usage, dict):
@@ -271,8 +274,13 @@ class OpenAIAgent:
                                                                ("output_tokens", "completion_tokens"))
                       if isinstance(usage.get(theirs), int) and not isinstance(usage.get(theirs), bool)}
         if not calls:
-            # A plain answer: the model is done. Stop, still counting this reply's tokens.
-            return {"stop": True, "usage": tokens} if tokens else None
+            # A plain reply: the model's last word to the customer (recorded and judged), then the episode stops,
+            # still counting this reply's tokens.
+            if text:
+                self.messages.append({"role": "assistant", "content": text})
+            return {"stop": True, **({"say": text} if text else {}), **({"usage": tokens} if tokens else {})}
+        for i, call in enumerate(calls):
+            call["text"] = text if i == 0 else None  # the response's text goes with its first call
         self._queue.extend(calls)
         action = self._next()
         if tokens:
@@ -288,9 +296,19 @@ class OpenAIAgent:
         self.messages = resumed(observation, self.resume_note)
 
     def _next(self) -> dict[str, Any]:
+        """The next queued call as an action (with the text written with it), kept in the conversation as an
+        assistant message of its own: one call a message, as an export writes it."""
         call = self._queue.popleft()
         self._awaiting = call["id"]
-        return {"tool": call["function"]["name"], "args": call["args"]}
+        name, args, text = call["function"]["name"], call["args"], call["text"]
+        message = assistant_call(call["id"], name, args, text)
+        if isinstance(args, str):  # arguments the model wrote that are not JSON: shown back as written
+            message["tool_calls"][0]["function"]["arguments"] = call["function"]["arguments"]
+        self.messages.append(message)
+        action: dict[str, Any] = {"tool": name, "args": args}
+        if text:
+            action["say"] = text
+        return action
 
     def _message(self, body: Any) -> dict[str, Any]:
         choices = body.get("choices") if isinstance(body, dict) else None
@@ -448,6 +466,18 @@ class OpenAIAgent:
         if isinstance(body, dict) and isinstance(body.get("message"), str):
             return f": {body['message']}"
         return f": {_json_text(body)[:300]}"
+
+
+def _text_of(content: Any) -> str | None:
+    """The text of a message's ``content``: a string, or the text parts of a list of parts (as some servers
+    send); None when there is none."""
+    if isinstance(content, str):
+        return content if content.strip() else None
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") in ("text", "output_text")]
+        joined = "".join(t for t in parts if isinstance(t, str))
+        return joined if joined.strip() else None
+    return None
 
 
 def openai_factory(model: str, base_url: str | None = None, **options: Any) -> AgentFactory:

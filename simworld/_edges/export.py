@@ -8,12 +8,16 @@ same bytes (canonical JSON, sorted keys), on one process or on ``--workers N``.
 Formats (schemas in ``simworld/schemas/``):
 
 - ``native``: scenario, seed, agent, policy text, request, tool names, every call (args,
-  result, status, simulated time), outcome and the grade;
-- ``openai``: OpenAI's chat fine-tuning line with tools: ``messages`` (system = policy,
-  user = request, one assistant turn per call with ``tool_calls`` whose
-  ``function.arguments`` is a JSON string, one ``tool`` turn per result with
-  ``tool_call_id`` and string content), a top-level ``tools`` array and
-  ``parallel_tool_calls: false``. The line ends with the terminal call;
+  result, status, simulated time) and every text the agent wrote (``kind: "say"``, args
+  ``{"text": ...}``) in order, outcome, the grade and the conversation's contract version;
+- ``openai``: OpenAI's chat fine-tuning line with tools: ``messages``, the conversation
+  the model was shown (:func:`simworld._agents.chat.conversation`: system = the rules of
+  the conversation and the policy, user = request, one assistant turn per call with
+  ``tool_calls`` whose ``function.arguments`` is a JSON string and the text written with
+  it as ``content``, one ``tool`` turn per result with ``tool_call_id`` and string
+  content, text written alone as an assistant turn of its own), a top-level ``tools``
+  array and ``parallel_tool_calls: false``. The line ends with the terminal call, or the
+  final plain reply;
 - ``trl``: TRL's conversational format: ``messages`` whose assistant tool calls carry
   ``arguments`` as objects, ``tool`` turns with ``name`` and ``content``, and a ``tools``
   column of JSON schemas.
@@ -40,6 +44,8 @@ from typing import IO, Any
 import attrs
 import orjson
 
+from simworld._agents.chat import conversation, system_for
+from simworld._episode.contract import CONTRACT_VERSION
 from simworld._running.job import event_file_name
 from simworld._running.rundir import EVENTS, RESULTS, ResultsFile, numbered_lines, parse_results
 from simworld._world.events import Event, read_events
@@ -76,6 +82,7 @@ class Trajectory:
     stop_reason: str
     error: str | None
     result: dict[str, Any]
+    contract: str | None = CONTRACT_VERSION
 
     @classmethod
     def from_episode(cls, episode: Any, result: dict[str, Any]) -> Trajectory:
@@ -89,10 +96,6 @@ class Trajectory:
 def _tool_specs(names: tuple[str, ...]) -> bytes:
     """The ``tools`` column of ``names``, as canonical JSON (the same for every line of a run)."""
     return canonical_bytes([{"type": "function", "function": TOOLS[n].schema()} for n in names if n in TOOLS])
-
-
-def _text(value: Any) -> str:
-    return canonical_bytes(value).decode()
 
 
 # A line is built from an episode's parts as an event file holds them: the header (scenario, seed, agent,
@@ -111,30 +114,13 @@ def native(h: dict[str, Any], events: list[dict[str, Any]], f: dict[str, Any], r
                    "result": e["result"], "status": e["status"], "latency": e["latency"]} for e in events],
         "outcome": f.get("outcome"), "stop_reason": f.get("stop_reason", ""), "error": f.get("error"),
         "grade": grade, "state_hash": result.get("state_hash"), "events_hash": result.get("events_hash"),
+        "contract": h.get("contract"),
     }) + b"\n"
 
 
 def _messages(h: dict[str, Any], events: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
-    """The chat turns of an episode in ``fmt`` (openai or trl); invalid actions are not turns."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": h["policy"]}, {"role": "user",
-                                                                                  "content": h["request"]}]
-    calls = [e for e in events if e["kind"] != "invalid"]
-    last = len(calls) - 1
-    for i, e in enumerate(calls):
-        tool, args = e["tool"], e["args"]
-        if fmt == "openai":
-            call_id = f"call_{e['seq']}"
-            messages.append({"role": "assistant", "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": _text(args)}}]})
-            reply = {"role": "tool", "tool_call_id": call_id}
-        else:
-            messages.append({"role": "assistant", "tool_calls": [{"type": "function", "function": {
-                "name": tool, "arguments": args if isinstance(args, dict) else {"value": args}}}]})
-            reply = {"role": "tool", "name": tool}
-        if not (i == last and e["kind"] == "terminal"):
-            reply["content"] = _text(e["result"])
-            messages.append(reply)
-    return messages
+    """The chat turns of an episode in ``fmt`` (openai or trl): the conversation the model was shown."""
+    return conversation(system_for(h["policy"], h.get("contract")), h["request"], events, fmt)
 
 
 # The outer keys are fixed, so a chat line is spliced from canonical parts: the same bytes as canonical_bytes
@@ -158,7 +144,7 @@ _BUILD = {"native": native, "openai": openai, "trl": trl}
 def line(t: Trajectory, fmt: str) -> bytes:
     """One canonical JSON line of ``t`` in format ``fmt``."""
     h = {"scenario": t.scenario, "seed": t.seed, "agent": t.agent, "request": t.request, "policy": t.policy,
-         "tools": t.tools}
+         "tools": t.tools, "contract": t.contract}
     f = {"outcome": t.outcome, "stop_reason": t.stop_reason, "error": t.error}
     return _BUILD[fmt](h, [e.to_json() for e in t.events], f, t.result)
 
@@ -174,7 +160,7 @@ def _from_file(path: Path, result: dict[str, Any]) -> Trajectory:
         raise ExportError(f"{path.name}: no request in the header; re-run with this version of simworld to export.")
     return Trajectory(h["scenario"], int(h["seed"]), str(h.get("agent", "?")), h["request"], h["policy"],
                       tuple(h.get("tools", ())), tuple(events), f.get("outcome"), f.get("stop_reason", ""),
-                      f.get("error"), result)
+                      f.get("error"), result, h.get("contract"))
 
 
 _EVENT_KEYS = frozenset(("seq", "at", "tool", "args", "result", "status", "latency", "kind"))

@@ -38,7 +38,8 @@ class Observation:
 
     After a crash (a scenario's ``recovery`` block), a fresh agent starts with
     ``resumed=True`` and ``history``: the session's event log so far, each entry
-    ``{"seq", "tool", "args", "status", "result"}``. The world is as it really is,
+    ``{"seq", "tool", "args", "status", "result"}`` for a call or ``{"seq", "say"}`` for text
+    the agent wrote. The world is as it really is,
     which may include a call the log never recorded.
     """
 
@@ -190,6 +191,12 @@ class Stepper:
         values within the limits (an integer of thousands of digits, a dict that contains
         itself, a string of megabytes, NaN, a set) is recorded as an ``error`` the agent can
         read, naming the problem and where, and the episode goes on. Nothing else ever sees it.
+
+        An action may carry ``"say": TEXT``, what the agent writes to the customer in words: it
+        is recorded as a ``say`` event before the call it comes with. ``{"say": TEXT}`` alone is
+        a step of its own and the episode goes on; ``{"say": TEXT, "stop": true}`` is a final
+        reply: recorded, then the episode stops (``agent_stopped``, no outcome). Empty text is
+        not recorded.
         """
         if self.done:
             raise RuntimeError("The episode is over; call episode() to seal it or reset() to start again.")
@@ -201,6 +208,18 @@ class Stepper:
             self._steps += 1
             return self._observe(w.refuse(problem)), self._check_end()
         action = plain
+        if isinstance(action, dict) and "say" in action:
+            said = action["say"]
+            if said is not None and not isinstance(said, str):
+                self._steps += 1
+                return self._observe(w.refuse(f"say: a value of type {type(said).__name__}; the text to the "
+                                              "customer must be a string")), self._check_end()
+            if said is not None and said.strip():
+                w.say(said)  # before the call it comes with: a model writes its text, then calls
+            action = {k: v for k, v in action.items() if k != "say"}
+            if "tool" not in action and action.get("stop") is not True:
+                self._steps += 1  # text alone: a step of its own, and the agent goes on
+                return self._observe(None), self._check_end()
         stopping = isinstance(action, dict) and action.get("stop") is True and "tool" not in action
         if action is None or stopping:
             # None stops; {"stop": true, "usage": {...}} stops too, counting the tokens of the last reply.
@@ -241,7 +260,8 @@ class Stepper:
             if w.outcome is not None:  # a terminal call that landed still ends the episode
                 self._stop = "terminal"
         self._crash = Crash(self._calls, after_side_effect, position, lost)
-        history = tuple({"seq": e.seq, "tool": e.tool, "args": e.args, "status": e.status, "result": e.result}
+        history = tuple({"seq": e.seq, "say": e.args["text"]} if e.kind == "say" else
+                        {"seq": e.seq, "tool": e.tool, "args": e.args, "status": e.status, "result": e.result}
                         for e in w.events[:position])
         return Observation(self.request, self.policy_text, self._fresh_tools(), self._steps, w.clock.iso(),
                            resumed=True, history=history)
@@ -276,7 +296,7 @@ class Stepper:
         events = tuple(w.events)
         counters: dict[str, int | float] = {
             "steps": self._steps,
-            "tool_calls": sum(1 for e in events if e.kind != "invalid"),
+            "tool_calls": sum(1 for e in events if e.kind != "invalid" and e.kind != "say"),
             "denied_calls": sum(1 for e in events if e.status == "denied"),
             "error_calls": sum(1 for e in events if e.status == "error"),
             "input_tokens": self._tokens["input_tokens"],

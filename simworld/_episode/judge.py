@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from simworld._episode.contract import CONTRACT_VERSION
 from simworld._episode.endstates import end_states
 from simworld._episode.episode import Episode, Stepper
 from simworld._episode.play import play
@@ -126,6 +127,7 @@ def result_line(episode: Episode, grading: dict[str, Any]) -> dict[str, Any]:
         "counters": dict(episode.counters),
         "state_hash": episode.state_hash,
         "events_hash": episode.events_hash,
+        "contract": CONTRACT_VERSION,
     }
     if episode.stop_reason == "harness_error":
         line["harness_error"] = episode.error

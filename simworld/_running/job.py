@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from simworld._episode.contract import CONTRACT_VERSION
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode
 from simworld._episode.judge import graded_line, result_line, solution_end_states
@@ -115,7 +116,7 @@ def harness_line(scenario_id: str, seed: int, trial: int, agent: str, episode: E
     return {"scenario": scenario_id, "category": category, "seed": seed, "agent": agent, "outcome": None,
             "stop_reason": "harness_error",
             "error": error.splitlines()[0], **grading, "counters": dict.fromkeys(COUNTERS, 0), "state_hash": None,
-            "events_hash": None, "trial": trial, "hook_errors": []}
+            "events_hash": None, "contract": CONTRACT_VERSION, "trial": trial, "hook_errors": []}
 
 
 def run_post_hooks(scenario: Scenario, episode: Episode, line: dict[str, Any], out: Path | None) -> list[str]:
@@ -134,7 +135,8 @@ def event_file_content(scenario: Scenario, episode: Episode, trial: int = 0, har
     """One episode's event log with its header and footer, as bytes."""
     header = {"scenario": scenario.id, "seed": episode.seed, "trial": trial, "agent": episode.agent,
               "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash,
-              "request": episode.request, "policy": episode.policy_text, "tools": list(scenario.tools)}
+              "request": episode.request, "policy": episode.policy_text, "tools": list(scenario.tools),
+              "contract": CONTRACT_VERSION}
     footer = {"outcome": episode.outcome, "stop_reason": episode.stop_reason, "error": episode.error,
               "counters": dict(episode.counters), "final_state_hash": episode.final_state.hash,
               "events_hash": episode.events_hash}

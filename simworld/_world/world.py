@@ -8,7 +8,9 @@ A tool that raises :class:`~simworld.errors.ToolArgumentError` or
 message to the agent; any other exception is a bug in the harness or in a user's
 tool and propagates. Arguments (or a whole action) that no action may hold (see
 :mod:`simworld._world.actions`) are refused before any tool runs, recorded as an
-``invalid`` event the agent can read that names the problem, never the value.
+``invalid`` event the agent can read that names the problem, never the value. What the
+agent writes to the customer in words (a chat model's text) is a ``say`` event
+(:meth:`World.say`).
 """
 
 from __future__ import annotations
@@ -126,6 +128,18 @@ class World:
         message = f"Refused the action without running it: {problem}."
         return self._record(Event(self.seq, self.clock.iso(), "", {"refused": problem}, {"error": message}, "error",
                                   0.0, "invalid"))
+
+    def say(self, text: str) -> Event:
+        """Record text the agent wrote to the customer (beside a call, or on its own), at the current instant.
+
+        A ``say`` event changes nothing in the world and takes no simulated time. It carries the
+        sequence number of the call that follows it (or would), without using it up: the records a
+        talking agent's calls create have the ids a silent agent's would.
+        """
+        event = Event(self.seq, self.clock.iso(), "", {"text": text}, None, "ok", 0.0, "say")
+        self.events.append(event)
+        self.states.append(self.state)
+        return event
 
     def _record(self, event: Event) -> Event:
         self.events.append(event)
