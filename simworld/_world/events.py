@@ -1,9 +1,10 @@
 """The event log: one record per tool call or text the agent wrote, written as JSON lines.
 
 An event file starts with a header line (scenario, seed, snapshot, initial state
-hash), has one line per call (seq, simulated time, tool, args, result, status,
-latency; a text the agent wrote to the customer is an event of kind ``say`` whose args are
-``{"text": ...}``, with the seq of the call it comes before) and ends with a footer (outcome, stop reason, counters, final state hash).
+hash, the conversation's contract version), has one line per call (seq, simulated
+time, tool, args, result, status, latency; a text the agent wrote to the customer is an
+event of kind ``say`` whose args are ``{"text": ...}``, with the seq of the call it comes
+before) and ends with a footer (outcome, stop reason, counters, final state hash).
 If the agent crashed (a recovery scenario), a crash record sits where it died,
 carrying the call whose effect landed but which the session log lost, if any. Every
 line is canonical JSON (sorted keys) so the same episode writes the same bytes.
