@@ -39,16 +39,17 @@ def _run_dir(path: Path) -> dict[str, bytes]:
 
 def _agent_that_dies_once(folder: Path, module: str) -> Path:
     """Write ``module``.py into ``folder``: a python: agent (class Once) whose first action anywhere kills its
-    process (os._exit) and leaves a marker file; every later action stops. Returns the marker's path."""
+    process (SIGKILL, as the machine would: an os._exit is caught as the agent's error) and leaves a marker file;
+    every later action stops. Returns the marker's path."""
     marker = folder / f"{module}-died"
     (folder / f"{module}.py").write_text(
-        "import os\n"
+        "import os, signal\n"
         f"MARKER = {str(marker)!r}\n"
         "class Once:\n"
         "    def act(self, observation):\n"
         "        if not os.path.exists(MARKER):\n"
         "            open(MARKER, 'w').close()\n"
-        "            os._exit(9)\n"
+        "            os.kill(os.getpid(), signal.SIGKILL)\n"
         "        return None\n")
     return marker
 
@@ -175,12 +176,12 @@ class TestWorkers:
 
         target = Environment(SLICE[0], 1).reset().request
         (tmp_path / "always.py").write_text(
-            "import os\n"
+            "import os, signal\n"
             f"TARGET = {target!r}\n"
             "class Always:\n"
             "    def act(self, observation):\n"
             "        if observation.request == TARGET:\n"
-            "            os._exit(9)\n"
+            "            os.kill(os.getpid(), signal.SIGKILL)\n"
             "        return None\n")
         sys.path.insert(0, str(tmp_path))
         try:
