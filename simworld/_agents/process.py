@@ -6,7 +6,10 @@ The protocol, one JSON object per line:
   Python agent gets (``request``, ``policy``, ``tools``, ``step``, ``now``, ``last_tool``,
   ``last_status``, ``last_result``, ``resumed``, ``history``), plus ``"type": "observation"``;
 - the agent answers on stdout with one **action**: ``{"tool": NAME, "args": {...}}``
-  (optionally with ``"usage": {"input_tokens": N, "output_tokens": M}``), or ``null`` to stop;
+  (optionally with ``"usage": {"input_tokens": N, "output_tokens": M}``, and with
+  ``"say": TEXT``, words to the customer written with the call), ``{"say": TEXT}`` (words
+  alone; the episode goes on), ``{"say": TEXT, "stop": true}`` (a last word, then stop), or
+  ``null`` to stop. What the agent says is recorded and judged as a message to the customer;
 - when the episode ends simworld writes ``{"type": "end", "outcome": ..., "stop_reason": ...}``
   and closes stdin; the agent should exit.
 
