@@ -69,7 +69,7 @@ def browser_times(html: Path, repeat: int) -> dict[str, float]:
                 samples["sort"].append(time.perf_counter() - t)
                 t = time.perf_counter()
                 page.locator("#episodes tbody tr.ep").nth(5).click()
-                page.wait_for_selector("[data-testid=timeline]", timeout=60_000)
+                page.wait_for_selector("[data-testid=transcript]", timeout=60_000)
                 samples["open"].append(time.perf_counter() - t)
                 heap = page.evaluate("performance.memory ? performance.memory.usedJSHeapSize : 0")
                 samples["heap_mb"].append(heap / 1e6)

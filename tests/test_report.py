@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from helpers import simworld
 
 from simworld._edges.report import compare_runs, load_run, summarize
+from simworld._episode.contract import system_text
 from simworld._running.rundir import pass_hat_k
 
 SCENARIOS = ("split-balance-three-ways", "waive-small-fee", "split-yen-seven-ways")
@@ -173,3 +177,120 @@ class TestHtml:
         from simworld._edges.report_html import _script_json
 
         assert "</script" not in _script_json({"x": "</script><script>alert(1)</script>"})
+
+
+#: A python agent that writes to the customer: beside a call, beside a second call (a figure it made up, which the
+#: communications grader fails), and alone at the end (a plain last word: no outcome).
+TALKER = """
+class Talker:
+    SAYS = [
+        {"say": "Let me look you up. <script>alert(1)</script>", "tool": "find_customer", "args": {"query": "Nobody"}},
+        {"say": "Your fee of 987.65 has been waived.", "tool": "find_customer", "args": {"query": "Somebody"}},
+        {"say": "Goodbye <img src=x onerror=alert(2)>", "stop": True},
+    ]
+
+    def __init__(self):
+        self.step = 0
+
+    def act(self, observation):
+        self.step += 1
+        return self.SAYS[self.step - 1]
+"""
+SAID = ("Let me look you up. <script>alert(1)</script>", "Your fee of 987.65 has been waived.",
+        "Goodbye <img src=x onerror=alert(2)>")
+
+
+@pytest.fixture(scope="module")
+def talk(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of the talking agent over waive-small-fee seed 0."""
+    root = tmp_path_factory.mktemp("talk")
+    (root / "talker.py").write_text(TALKER)
+    done = simworld("run", "--scenario", "waive-small-fee", "--seeds", "0", "--agent", "python:talker:Talker",
+                    "--out", str(root / "run"), cwd=root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    return root / "run"
+
+
+def _page_details(page: str) -> list[dict[str, Any]]:
+    """Every episode's details embedded in an HTML report (its gzip-compressed, base64-encoded chunks)."""
+    out = []
+    for packed in re.findall(r'<script type="text/plain" id="chunk-\d+">([^<]*)</script>', page):
+        systems, *details = map(orjson.loads, gzip.decompress(base64.b64decode(packed)).splitlines())
+        for d in details:
+            d["transcript"]["system"] = systems[d["transcript"]["system"]]
+        out += details
+    return out
+
+
+class TestTranscript:
+    def test_text_shows_what_the_agent_said_in_order(self, talk: Path) -> None:
+        """--episode prints the transcript: request, each text and call in order, the failed check under its text."""
+        done = simworld("report", str(talk), "--episode", "waive-small-fee:0")
+        assert done.returncode == 0, done.stderr
+        text = done.stdout.split("transcript of waive-small-fee seed 0")[1]
+        order = ["system (", "user:", SAID[0], 'call find_customer {"query":"Nobody"}', "-> ok", SAID[1],
+                 "FAILED comms:figures: say (seq 1)", 'call find_customer {"query":"Somebody"}', SAID[2],
+                 "end: outcome None, stop reason agent_stopped"]
+        at = [text.find(x) for x in order]
+        assert -1 not in at and at == sorted(at), list(zip(order, at, strict=True))
+        assert "You work at an insurer's billing desk" in text and "The desk's policy follows" not in text
+
+    def test_json_turns_carry_their_failed_checks(self, talk: Path) -> None:
+        """--json holds the transcript: say and call turns in order; comms:figures on the made-up figure's text only."""
+        doc = orjson.loads(simworld("report", str(talk), "--json", "--episode", "waive-small-fee:0").stdout)
+        (t,) = doc["episodes"]
+        assert [(x["kind"], x["seq"]) for x in t["turns"]] == [("say", 0), ("read", 0), ("say", 1), ("read", 1),
+                                                                 ("say", 2)]
+        assert [x["args"]["text"] for x in t["turns"] if x["kind"] == "say"] == list(SAID)
+        failed = [[c["name"] for c in x["failed"]] for x in t["turns"]]
+        assert "comms:figures" in failed[2] and not failed[0] and not failed[4], failed
+        assert "comms:figures" not in [c["name"] for c in t["end"]["failed"]]
+        assert "outcome_allowed" in [c["name"] for c in t["end"]["failed"]]
+        header = orjson.loads((talk / "events" / "waive-small-fee__seed-0.jsonl").read_bytes().splitlines()[0])
+        assert t["contract"] == "simworld.chat/1" and t["system"] == system_text(header["policy"])
+
+    def test_unknown_episode_is_refused(self, talk: Path) -> None:
+        """--episode naming no episode of the run is one line and exit 2."""
+        for spec in ("waive-small-fee:7", "waive-small-fee"):
+            done = simworld("report", str(talk), "--episode", spec)
+            assert done.returncode == 2 and "--episode" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+    def test_html_holds_the_transcript_escaped(self, talk: Path, tmp_path: Path) -> None:
+        """The page embeds the transcript (texts in order, failed check beside its text); no agent markup is raw."""
+        out = tmp_path / "out.html"
+        done = simworld("report", str(talk), "--html", str(out))
+        assert done.returncode == 0, done.stderr
+        page = out.read_text()
+        assert "<script>alert" not in page and "<img src=x" not in page
+        (details,) = _page_details(page)
+        turns = details["transcript"]["turns"]
+        assert [x["args"]["text"] for x in turns if x["kind"] == "say"] == list(SAID)
+        assert [c["name"] for c in turns[2]["failed"]] == ["comms:figures", "comms:claims"]
+        assert details["transcript"]["request"].startswith("Hello")
+        assert details["transcript"]["system"].startswith("You work at an insurer's billing desk")
+
+
+class TestCompareContract:
+    def test_a_change_of_contract_is_said(self, talk: Path, tmp_path: Path) -> None:
+        """Comparing with a run whose lines carry no (or another) contract says so in text, JSON and the page."""
+        for name, contract in (("none", None), ("other", "simworld.chat/0")):
+            old = tmp_path / name
+            shutil.copytree(talk, old)
+            lines = [{k: v for k, v in x.items() if k != "contract"} for x in _lines(talk)]
+            if contract:
+                lines = [{**x, "contract": contract} for x in lines]
+            (old / "results.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+            done = simworld("report", str(talk), "--compare", str(old), "--html", str(tmp_path / f"{name}.html"))
+            assert done.returncode == 0, done.stderr
+            note = [x for x in done.stdout.splitlines() if x.startswith("note: the conversation's rules differ")]
+            assert len(note) == 1 and "this run simworld.chat/1" in note[0], done.stdout
+            assert ("none (written before" if contract is None else contract) in note[0]
+            cmp = orjson.loads(simworld("report", str(talk), "--compare", str(old), "--json").stdout)["compare"]
+            assert cmp["different_contracts"] == note[0].split("(", 1)[1].split("): ")[0]
+            assert cmp["different_contracts"] in (tmp_path / f"{name}.html").read_text()
+
+    def test_same_contract_says_nothing(self, talk: Path) -> None:
+        """Two runs under one contract: no note, different_contracts null."""
+        done = simworld("report", str(talk), "--compare", str(talk), "--json")
+        assert orjson.loads(done.stdout)["compare"]["different_contracts"] is None
+        assert "rules differ" not in simworld("report", str(talk), "--compare", str(talk)).stdout

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 from helpers import simworld
+from test_report import SAID, TALKER
 
 #: Flags for a root, sandbox-less, offline machine: no GPU, no background traffic, no first-run UI. Playwright
 #: adds --headless and a fresh, temporary --user-data-dir itself.
@@ -103,15 +104,15 @@ class TestInChromium:
                 assert results and set(results) <= {"FAIL", "ERROR"}
 
                 page.locator("#episodes tbody tr.ep").first.click()
-                page.wait_for_selector("[data-testid=timeline]", timeout=15_000)
+                page.wait_for_selector("[data-testid=transcript]", timeout=15_000)
                 first = failed[0]
                 title = text("[data-testid=episode-title]")
                 assert title.startswith(f"{first['scenario']} seed {first['seed']}")
-                calls = page.locator("[data-testid=timeline] tbody tr").count()
+                calls = page.locator("[data-testid=transcript] [data-testid=call]").count()
                 assert calls == first["counters"]["tool_calls"]
                 checks = page.locator("[data-testid=checks] tbody tr").count()
                 assert checks == len(first["checks"])
-                assert page.is_visible("[data-testid=timeline]") and page.is_visible("[data-testid=checks]")
+                assert page.is_visible("[data-testid=transcript]") and page.is_visible("[data-testid=checks]")
                 failing = [c["name"] for c in first["checks"] if not c["passed"]]
                 assert failing[0] in text("[data-testid=checks]")
 
@@ -125,3 +126,54 @@ class TestInChromium:
                 browser.close()
         assert not problems, problems
         assert all(url.startswith(("file:", "data:")) for url in requests), requests
+
+
+@pytest.fixture(scope="module")
+def talk_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HTML report of an agent that writes to the customer (markup included), compared with a copy of its run
+    whose lines carry no contract."""
+    root = tmp_path_factory.mktemp("talk")
+    (root / "talker.py").write_text(TALKER)
+    done = simworld("run", "--scenario", "waive-small-fee", "--seeds", "0", "--agent", "python:talker:Talker",
+                    "--out", str(root / "run"), cwd=root)
+    assert done.returncode == 1, done.stderr
+    shutil.copytree(root / "run", root / "old")
+    lines = [orjson.loads(x) for x in (root / "run" / "results.jsonl").read_bytes().splitlines()]
+    (root / "old" / "results.jsonl").write_bytes(b"".join(
+        orjson.dumps({k: v for k, v in x.items() if k != "contract"}) + b"\n" for x in lines))
+    html = root / "report.html"
+    done = simworld("report", str(root / "run"), "--compare", str(root / "old"), "--html", str(html))
+    assert html.is_file(), done.stderr
+    return html
+
+
+class TestTranscriptInChromium:
+    def test_what_the_agent_said_is_shown_as_text(self, talk_report: Path) -> None:
+        """The transcript shows the agent's texts in order as text (markup never runs), the failed check beside its
+        text, and the page notes the change of contract."""
+        sync_playwright, chromium = _need_browser()
+        problems: list[str] = []
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+                page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+                page.goto(talk_report.as_uri())
+                page.wait_for_selector("body[data-ready='1']", timeout=15_000)
+                assert "none (written before" in page.inner_text("[data-testid=contract-note]")
+                page.locator("#episodes tbody tr.ep").first.click()
+                page.wait_for_selector("[data-testid=transcript]", timeout=15_000)
+                box = page.locator("[data-testid=transcript]")
+                assert box.locator("[data-testid=say]").all_inner_texts() == list(SAID)
+                assert box.locator("[data-testid=call]").all_inner_texts() == ["find_customer", "find_customer"]
+                assert box.locator("script, img").count() == 0
+                kinds = box.locator(".turn").evaluate_all("els => els.map(e => e.className)")
+                assert [k.split()[1] for k in kinds] == ["user", "say", "read", "say", "read", "say", "end"], kinds
+                figure_turn = box.locator(".turn").nth(3)
+                assert "comms:figures" in figure_turn.inner_text() and SAID[1] in figure_turn.inner_text()
+                assert "comms:figures" not in box.locator(".turn").nth(5).inner_text()
+                assert "agent_stopped" in page.inner_text("[data-testid=end]")
+            finally:
+                browser.close()
+        assert not problems, problems

@@ -603,8 +603,9 @@ class By(StrEnum):
 
 
 @app.command(help="Report on a run: pass rate and mean score overall, by category and by scenario, pass^k, and the "
-                  "failure modes ranked; --compare adds the flips from a baseline run; --html writes a "
-                  "self-contained page.\n\nExit status: 0 reported; 1 with --compare, some episode regressed "
+                  "failure modes ranked; --compare adds the flips from a baseline run; --episode adds an "
+                  "episode's transcript; --html writes a self-contained page (every episode's transcript on a "
+                  "click).\n\nExit status: 0 reported; 1 with --compare, some episode regressed "
                   "(pass -> fail); 2 bad arguments or files (or runs over different suites or seeds without "
                   "--allow-different).")
 def report(
@@ -620,6 +621,10 @@ def report(
                                                              "Default: category and scenario.")] = None,
     as_json: Annotated[bool, typer.Option("--json", envvar="SIMWORLD_REPORT_JSON",
                                           help="Print the report as one JSON document.")] = False,
+    episode: Annotated[list[str] | None, typer.Option("--episode", metavar="SCENARIO:SEED[:TRIAL]",
+                                                      help="Add this episode's transcript: what the agent was "
+                                                           "shown, said and called, in order, with the checks that "
+                                                           "failed beside each turn; repeat for several.")] = None,
     html: Annotated[Path | None, typer.Option(metavar="FILE", help="Also write a self-contained HTML report "
                                                                    "(no network; opens from disk).")] = None,
     suite: Annotated[Path | None, typer.Option(help="Directory of scenarios, for their categories. Default: the "
@@ -640,6 +645,10 @@ def report(
         doc = summarize(run_, categories)
         if baseline is not None:
             doc["compare"] = compare_runs(run_, baseline, allow_different=allow_different)
+        if episode:
+            from simworld._edges.transcript import find_episode, transcript
+
+            doc["episodes"] = [transcript(run_.path, find_episode(run_.lines, spec)) for spec in episode]
         if html is not None:
             refuse_own_input(html, run_dir, "report --html")
             with atomic_output(html) as f:

@@ -5,7 +5,9 @@ trailing line cut off by a kill is skipped, an incomplete run is said to be one)
 builds one JSON-able document: pass rate and mean score overall, by category, by
 scenario and by check, pass^k where there are trials, and the failure modes ranked
 (which checks fail most, with an example episode each). ``--compare BASELINE`` adds the
-flips from the baseline to this run. The text and HTML reports are renderings of that
+flips from the baseline to this run, and says when the two runs' agents were told different
+conversation rules; ``--episode`` adds an episode's transcript
+(:mod:`simworld._edges.transcript`). The text and HTML reports are renderings of that
 document (:func:`render_text` here, :mod:`simworld._edges.report_html` for the page), so the
 three never disagree.
 
@@ -142,6 +144,7 @@ def summarize(run: Run, categories: Mapping[str, str]) -> dict[str, Any]:
             "complete": run.note is None,
             "note": run.note,
             "agent": meta.get("agent") or (str(lines[0]["agent"]) if lines else None),
+            "contracts": contracts_of(run),
             "suite_digest": meta.get("suite_digest"),
             "seeds": meta.get("seeds"),
             "split": meta.get("split"),
@@ -176,6 +179,29 @@ def grid_mismatch(run: Run, baseline: Run) -> str | None:
     if mine != theirs:
         return f"they hold different (scenario, seed) pairs ({len(mine ^ theirs)} not in both)"
     return None
+
+
+def contracts_of(run: Run) -> list[str | None]:
+    """The conversation contracts a run's result lines were written under, sorted (None, first: a line written
+    before the rules were stated, which has no ``contract``)."""
+    return sorted({line.get("contract") for line in run.lines}, key=lambda v: (v is not None, v or ""))
+
+
+def contract_change(run: Run, baseline: Run) -> str | None:
+    """How the conversation's rules differ between two runs (see :mod:`simworld._episode.contract`), or None.
+
+    The agent of each run was told the rules of its contract, so a change of contract changes what the scores
+    mean; the comparison is still made (the episodes are the same), and says so.
+    """
+    mine, theirs = contracts_of(run), contracts_of(baseline)
+    if mine == theirs:
+        return None
+    return f"baseline {_contracts(theirs)}, this run {_contracts(mine)}"
+
+
+def _contracts(values: Sequence[str | None]) -> str:
+    return " and ".join(v if v is not None else "none (written before the rules were stated)" for v in values) \
+        or "no episode"
 
 
 def _short(value: Any) -> str:
@@ -230,6 +256,7 @@ def compare_runs(run: Run, baseline: Run, *, allow_different: bool = False) -> d
         "baseline": str(baseline.path),
         "run": str(run.path),
         "different_grids": why,
+        "different_contracts": contract_change(run, baseline),
         "baseline_complete": baseline.note is None,
         "baseline_note": baseline.note,
         "common": len(common_set),
@@ -279,7 +306,9 @@ def render_text(doc: Mapping[str, Any], by: Sequence[str] = ("category", "scenar
     where = (f"seeds {format_seeds(list(seeds))}" if seeds else "seeds ?") + (
         f", split {run['split']}" if run.get("split") else "") + (f", trials {run['trials']}" if run["trials"] > 1
                                                                   else "")
-    out.append(f"run {run['path']}: agent {run['agent']}; {where}; status {run['status']}")
+    contracts = ", ".join(v or "none" for v in run.get("contracts") or ())
+    out.append(f"run {run['path']}: agent {run['agent']}; {where}; status {run['status']}"
+               + (f"; contract {contracts}" if contracts else ""))
     if run["note"]:
         out.append(f"INCOMPLETE: {run['note']}")
     if run["bad_lines"]:
@@ -317,10 +346,22 @@ def render_text(doc: Mapping[str, Any], by: Sequence[str] = ("category", "scenar
                        for m in modes[:TEXT_ROWS]], (1,))
         if len(modes) > TEXT_ROWS:
             out.append(f"... {len(modes) - TEXT_ROWS} more (--json lists all)")
+        if not doc.get("episodes"):
+            out.append(f"(simworld report {run['path']} --episode {_spec(modes[0]['example'])} shows an episode's "
+                       "transcript)")
     if "compare" in doc:
         out.append("")
         out += _compare_text(doc["compare"])
+    from simworld._edges.transcript import render_text as transcript_text
+
+    for episode in doc.get("episodes") or ():
+        out += ["", *transcript_text(episode)]
     return "\n".join(out)
+
+
+def _spec(ref: Mapping[str, Any]) -> str:
+    """An episode as ``--episode`` names it."""
+    return f"{ref['scenario']}:{ref['seed']}" + (f":{ref['trial']}" if ref.get("trial") else "")
 
 
 def _clip(text: str | None, width: int = 90) -> str:
@@ -335,6 +376,9 @@ def _compare_text(c: Mapping[str, Any]) -> list[str]:
     if c["different_grids"]:
         out.append(f"note: the runs differ ({c['different_grids']}); only common episodes are compared "
                    f"({c['only_in_run']} only in this run, {c['only_in_baseline']} only in the baseline)")
+    if c["different_contracts"]:
+        out.append(f"note: the conversation's rules differ ({c['different_contracts']}): the agents were told "
+                   "different rules, so the scores may not mean the same")
     if c["baseline_note"]:
         out.append(f"note: baseline: {c['baseline_note']}")
     changes = c["changes"]

@@ -1,9 +1,10 @@
 """The HTML report: one self-contained file (inline CSS and JS, no network) that opens from disk.
 
 The page embeds the report document once, the episode table as column arrays (a few
-dozen bytes per episode, parsed at load) and every episode's details (the request, the
-timeline from its event file, the result line with its checks and state diff) as JSON
-lines, gzip-compressed in chunks of :data:`CHUNK` episodes and base64-encoded. The
+dozen bytes per episode, parsed at load) and every episode's details (its transcript from
+:mod:`simworld._edges.transcript`, the result line with its checks and state diff) as JSON
+lines, gzip-compressed in chunks of :data:`CHUNK` episodes and base64-encoded (a chunk's first
+line lists the system messages its transcripts share, each held once). The
 browser decompresses a chunk (``DecompressionStream``) only when an episode of it is
 opened, so a run of 10,000+ episodes loads as fast as its table; the details compress
 well, since episodes of one scenario repeat most of their text.
@@ -22,9 +23,8 @@ from typing import IO, Any
 import orjson
 
 from simworld._edges.report import Run, category_of
-from simworld._running.rundir import EVENTS, line_key
-from simworld._world.events import read_events
-from simworld.errors import ReplayError
+from simworld._edges.transcript import transcript
+from simworld._running.rundir import line_key
 
 __all__ = ["CHUNK", "write_html"]
 
@@ -38,26 +38,14 @@ def _script_json(value: Any) -> str:
     return orjson.dumps(value).decode().replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
-def _details(run: Run, line: Mapping[str, Any]) -> dict[str, Any]:
-    """An episode's details: the request and timeline from its event file, and its result line."""
-    from simworld._running.job import event_file_name
-
-    scenario, seed, trial = line_key(line)
-    path = run.path / EVENTS / event_file_name(scenario, seed, trial)
-    request: str | None = None
-    events: list[dict[str, Any]] | None = None
-    crash = None
-    if path.is_file():
-        try:
-            log = read_events(path)
-        except ReplayError as exc:
-            request = f"(the event file could not be read: {exc})"
-        else:
-            request = str(log.header.get("request", ""))
-            events = [{k: v for k, v in e.to_json().items() if k != "record"} for e in log.events]
-            if log.crash is not None:
-                crash = {k: (v.to_json() if hasattr(v, "to_json") else v) for k, v in log.crash.items()}
-    return {"request": request, "events": events, "crash": crash, "line": line}
+def _details(run: Run, line: Mapping[str, Any], systems: dict[str, int]) -> dict[str, Any]:
+    """An episode's details: its transcript (from its event file, with the failed checks beside the turns they name)
+    and its result line. The system message, long and shared by many episodes, is replaced by its index in
+    ``systems`` (the chunk's distinct ones, added to as met)."""
+    doc = transcript(run.path, line)
+    if doc["system"] is not None:
+        doc["system"] = systems.setdefault(doc["system"], len(systems))
+    return {"transcript": doc, "line": line}
 
 
 def _rows(run: Run, categories: Mapping[str, str]) -> dict[str, Any]:
@@ -87,7 +75,9 @@ def _rows(run: Run, categories: Mapping[str, str]) -> dict[str, Any]:
 def _chunks(run: Run) -> list[str]:
     out = []
     for start in range(0, len(run.lines), CHUNK):
-        text = b"\n".join(orjson.dumps(_details(run, line)) for line in run.lines[start:start + CHUNK])
+        systems: dict[str, int] = {}
+        details = [orjson.dumps(_details(run, line, systems)) for line in run.lines[start:start + CHUNK]]
+        text = b"\n".join([orjson.dumps(list(systems)), *details])
         packed = base64.b64encode(gzip.compress(text, compresslevel=6, mtime=0)).decode("ascii")
         out.append(f'<script type="text/plain" id="chunk-{start // CHUNK}">{packed}</script>')
     return out

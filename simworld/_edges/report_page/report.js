@@ -36,7 +36,8 @@
   $("run-path").textContent = run.path;
   $("run-meta").textContent = "agent " + run.agent + " \u00b7 status " + run.status +
     (run.seeds ? " \u00b7 " + run.seeds.length + " seed(s)" : "") + (run.split ? " \u00b7 split " + run.split : "") +
-    (run.trials > 1 ? " \u00b7 trials " + run.trials : "");
+    (run.trials > 1 ? " \u00b7 trials " + run.trials : "") +
+    (run.contracts && run.contracts.length ? " \u00b7 contract " + run.contracts.map((c) => c || "none").join(", ") : "");
   if (run.note) $("banner").append(el("div", { class: "banner", "data-testid": "incomplete", text: "Incomplete run: " + run.note }));
   if (run.bad_lines.length) $("banner").append(el("div", { class: "banner", text: run.bad_lines.length + " result line(s) that are not JSON were skipped." }));
   $("n-episodes").textContent = ov.episodes;
@@ -181,7 +182,9 @@
   }
   async function details(i) {
     const lines = await chunk(Math.floor(i / D.chunk));
-    return JSON.parse(lines[i % D.chunk]);
+    const d = JSON.parse(lines[1 + i % D.chunk]);  // line 0: the system messages the chunk's transcripts share
+    if (d.transcript.system !== null) d.transcript.system = JSON.parse(lines[0])[d.transcript.system];
+    return d;
   }
 
   function table(head, rows) {
@@ -192,6 +195,50 @@
   function findings(title, list) {
     if (!list || !list.length) return null;
     return el("div", null, el("h3", { text: title + " (" + list.length + ")" }), pre(list));
+  }
+
+  // The transcript: the system message (folded: it is long), the request, then each turn in order (the agent's
+  // text, each call with its result), the failed checks beside the turn they name, and the end.
+  function failedList(list) {
+    if (!list.length) return null;
+    return el("ul", { class: "failed" }, ...list.map((c) => el("li", null, el("b", { class: "fail", text: c.name }), " " + c.detail)));
+  }
+  function who(label, seq) {
+    return el("div", { class: "who" }, label, seq === undefined ? null : el("span", { class: "mute", text: " seq " + seq }));
+  }
+  function turnView(t) {
+    let body;
+    if (t.kind === "crash") {
+      body = [who("crash"), el("div", { class: "mute",
+        text: "The agent crashed at its call " + t.at_call + "; a fresh agent took over from the session log." })];
+    } else if (t.kind === "say") {
+      body = [who("assistant", t.seq), el("div", { class: "say", "data-testid": "say", text: t.args.text })];
+    } else {
+      const what = t.kind === "invalid" ? "action (not a tool call)" : t.tool;
+      body = [who("call", t.seq), el("div", null,
+        el("b", { "data-testid": t.kind === "invalid" ? "invalid" : "call", text: what }), " ", el("span", { class: t.status === "ok" ? "pass" : "fail", text: t.status }),
+        t.lost ? el("span", { class: "mute", text: " (the session log lost it)" }) : null,
+        el("span", { class: "mute", text: " \u00b7 " + t.at }),
+        el("details", null, el("summary", { text: "arguments" }), pre(t.args)),
+        el("details", null, el("summary", { text: "result" }), pre(t.result)))];
+    }
+    return el("div", { class: "turn " + t.kind + (t.failed.length ? " bad" : "") }, ...body, failedList(t.failed));
+  }
+  function transcript(t) {
+    const box = el("div", { class: "transcript", "data-testid": "transcript" });
+    box.append(el("h3", { text: "transcript" + (t.turns ? " (" + t.turns.length + " turn(s))" : "") }));
+    if (t.turns === null) box.append(el("p", { class: "mute", text: "(" + t.problem + ")" }));
+    else {
+      box.append(el("details", { class: "system" }, el("summary", { text: "system: the conversation's rules, then the policy (" +
+        t.system.length + " characters; contract " + (t.contract || "none") + ")" }), pre(t.system)));
+      box.append(el("div", { class: "turn user" }, who("user"), el("div", { class: "say", "data-testid": "request", text: t.request })));
+      for (const turn of t.turns) box.append(turnView(turn));
+    }
+    const e = t.end;
+    box.append(el("div", { class: "turn end", "data-testid": "end" }, who("end"),
+      el("div", null, "outcome ", el("b", { text: String(e.outcome) }), " \u00b7 stop reason ", el("b", { text: String(e.stop_reason) })),
+      failedList(e.failed)));
+    return box;
   }
 
   async function openEpisode(i) {
@@ -217,7 +264,7 @@
     ];
     if (L.error) out.push(el("h3", { text: "agent error" }), pre(L.error));
     if (L.harness_error) out.push(el("h3", { text: "harness error" }), pre(L.harness_error));
-    out.push(el("h3", { text: "request the agent saw" }), pre(d.request === null ? "(no event file)" : d.request));
+    out.push(transcript(d.transcript));
     const checks = [...(L.checks || [])].sort((a, b) => Number(a.passed) - Number(b.passed));
     const failedN = checks.filter((c) => !c.passed).length;
     out.push(el("h3", { text: "checks (" + failedN + " failed of " + checks.length + ")" }),
@@ -235,14 +282,6 @@
       const f = findings(title, L[key]);
       if (f) out.push(f);
     }
-    const events = d.events;
-    out.push(el("h3", { text: "timeline (" + (events ? events.length + " call(s)" : "no event file") + ")" }));
-    if (events) {
-      const rows = events.map((e) => [String(e.seq), e.at, el("b", { text: e.tool }), el("span", { class: e.status === "ok" ? "pass" : "fail", text: e.status }),
-        el("details", null, el("summary", { text: "args" }), pre(e.args)), el("details", null, el("summary", { text: "result" }), pre(e.result))]);
-      if (d.crash) rows.push(["crash", "", "agent crashed", "", pre(d.crash), ""]);
-      out.push(el("div", { "data-testid": "timeline" }, table(["seq", "simulated time", "tool", "status", "arguments", "result"], rows)));
-    }
     out.push(el("h3", { text: "counters" }), pre(L.counters || {}));
     box.replaceChildren(...out);
     history.replaceState(null, "", "#" + encodeURIComponent(L.scenario + "|" + L.seed + "|" + (L.trial || 0)));
@@ -257,6 +296,8 @@
         " fix(es) (fail \u2192 pass) over " + cmp.common + " common episode(s); passed " + cmp.passed_before + " \u2192 " +
         cmp.passed_after + ", mean score " + fix3(cmp.mean_total_before) + " \u2192 " + fix3(cmp.mean_total_after) + "." }));
     if (cmp.different_grids) $("compare-summary").append(el("p", { class: "banner", text: "The runs differ (" + cmp.different_grids + "); only their common episodes are compared." }));
+    if (cmp.different_contracts) $("compare-summary").append(el("p", { class: "banner", "data-testid": "contract-note",
+      text: "The conversation's rules differ (" + cmp.different_contracts + "): the agents were told different rules, so the scores may not mean the same." }));
     if (cmp.baseline_note) $("compare-summary").append(el("p", { class: "banner", text: "Baseline: " + cmp.baseline_note }));
     const pf = (p) => p ? el("span", { class: "pass", text: "PASS" }) : el("span", { class: "fail", text: "FAIL" });
     const body = $("flips").tBodies[0];
