@@ -151,8 +151,8 @@ def _table(summary: dict[str, Any]) -> str:
                  f"{t['false_failures']:>5} failed ({t['false_failure_rate']})")
     for label in LABELS[1:]:
         s = summary[label]
-        lines.append(f"{label:<11} {s['n']:>4}  {s['meant_check']:<17} {s['caught_by_meant']:>6} ({s['catch_rate_meant']})"
-                     f" {s['caught_by_any']:>5} ({s['catch_rate_any']})")
+        lines.append(f"{label:<11} {s['n']:>4}  {s['meant_check']:<17} {s['caught_by_meant']:>6} "
+                     f"({s['catch_rate_meant']}) {s['caught_by_any']:>5} ({s['catch_rate_any']})")
     lines.append("")
     lines.append(f"false failures on true texts by check: {t['failing_checks']}")
     for f in t["failures"]:
