@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -16,54 +17,19 @@ from inspect_ai.model import ChatMessage, GenerateConfig, Model, ModelOutput, Mo
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from simworld._agents.chat import RESUME_NOTE
+from simworld._edges import inspect as sw_inspect
 from simworld._edges.export import export_run
 from simworld._edges.inspect import suite
+from simworld._edges.inspect_models import NOOP_REPLY
 from simworld._edges.session import suite_grid
+from simworld._episode.contract import system_text
 from simworld._episode.environment import Environment
-from simworld._episode.episode import Observation
 from simworld._episode.steps import StepsAgent
 from simworld._running.runner import run_one
 
 SEEDS = "0..1"
-SEED_LIST = (0, 1)
 SCORER = "simworld_scorer"
-#: Zero usage on every mock output: Inspect then counts no tokens itself (nothing is fetched to count them).
-NO_USAGE = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
 Generate = Callable[[list[ChatMessage], list[ToolInfo], ToolChoice, GenerateConfig], ModelOutput]
-
-
-def reference_model(seeds: str = SEEDS) -> Model:
-    """A mock model that replays each sample's reference solution, reading results back from the conversation.
-
-    A sample is known by its system and user messages (the policy and the request at its seed). Two seeds of a
-    scenario may read alike over different worlds (a BHD plan told apart only by its amounts), so the grid is
-    one seed per eval, where the messages name the sample.
-    """
-    index: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
-    for scenario, seed in suite_grid(None, seeds):
-        env = Environment(scenario, seed)
-        first = env.reset()
-        key = (first.policy, first.request)
-        world = (scenario, dict(env.variables), scenario.instance(seed).state.hash)
-        assert key not in index, (scenario.id, seed)
-        index[key] = world
-
-    def generate(messages: list[ChatMessage], tools: list[ToolInfo], choice: ToolChoice,
-                 config: GenerateConfig) -> ModelOutput:
-        scenario, variables, _ = index[(messages[0].text, messages[1].text)]
-        results = [orjson.loads(m.text) for m in messages if m.role == "tool"]
-        agent = StepsAgent(scenario.solutions[0], variables, scenario.id)
-        seen = Observation("", "", (), 0, "", resumed=True, history=tuple({"result": r} for r in results))
-        action = agent.act(seen)
-        if action is None:
-            output = ModelOutput.from_content("mockllm/model", "Done.")
-        else:
-            output = ModelOutput.for_tool_call("mockllm/model", action["tool"], action["args"],
-                                               tool_call_id=f"call_{len(results)}")
-        output.usage = NO_USAGE
-        return output
-
-    return get_model("mockllm/model", custom_outputs=generate)
 
 
 def silent_model() -> Model:
@@ -94,7 +60,7 @@ class Logs(list[EvalLog]):
 @pytest.fixture(scope="module")
 def reference_logs(tmp_path_factory: pytest.TempPathFactory) -> Logs:
     tmp = tmp_path_factory.mktemp("inspect-reference")
-    logs = Logs(run_eval(tmp, reference_model(str(n)), seeds=n, out=str(tmp / "run")) for n in SEED_LIST)
+    logs = Logs([run_eval(tmp, get_model("simworld/reference"), seeds=SEEDS, out=str(tmp / "run"))])
     logs.tmp = tmp
     return logs
 
@@ -129,7 +95,7 @@ class TestReference:
         for scenario, seed in suite_grid(None, SEEDS):
             _, line = run_one(scenario, seed, lambda sc=scenario, s=seed: _reference_agent(sc, s))
             ours = dict(lines[f"{scenario.id}__seed-{seed}"])
-            assert ours.pop("agent") == "inspect:mockllm/model"
+            assert ours.pop("agent") == "inspect:simworld/reference"
             assert ours.pop("hook_errors") == []  # run_one runs no hooks; simworld run and Inspect do
             expected = {k: v for k, v in orjson.loads(orjson.dumps(line)).items() if k != "agent"}
             assert ours == expected, scenario.id
@@ -137,14 +103,17 @@ class TestReference:
     def test_scores_and_metrics_in_the_eval_log(self, reference_logs: Logs) -> None:
         """The .eval file on disk carries passed, total, per-part scores and the category of every sample."""
         infos = list_eval_logs(str(reference_logs.tmp / "logs"))
-        assert len(infos) == len(SEED_LIST) and all(i.name.endswith(".eval") for i in infos)
+        assert len(infos) == 1 and all(i.name.endswith(".eval") for i in infos)
         for info in infos:
             self._check_stored(read_eval_log(info))
 
     def _check_stored(self, stored: EvalLog) -> None:
         assert stored.results is not None
-        metrics = {s.name: s.metrics["mean"].value for s in stored.results.scores}
-        assert metrics == {"passed": 1.0, "total": 1.0}
+        metrics = {s.name: {k: m.value for k, m in s.metrics.items()} for s in stored.results.scores}
+        categories = {s.category for s, _ in suite_grid(None, SEEDS)}
+        assert metrics["passed"]["accuracy"] == 1.0 and metrics["total"]["mean"] == 1.0
+        assert {k: v for k, v in metrics["passed"].items() if "pass^" in k} == {"simworld/pass^k_pass^1": 1.0}
+        assert {k for k in metrics["total"] if k.startswith("grouped_")} == {f"grouped_{c}" for c in categories}
         assert stored.samples is not None
         for sample in stored.samples:
             score = sample.scores[SCORER]  # type: ignore[index]
@@ -191,33 +160,50 @@ class TestNoTools:
         assert all(v["counters"]["input_tokens"] == 7 and v["counters"]["output_tokens"] == 3
                    for v in lines.values())
         assert silent_log.results is not None
-        assert {s.name: s.metrics["mean"].value for s in silent_log.results.scores}["passed"] == 0.0
+        assert {s.name: s.metrics["accuracy"].value for s in silent_log.results.scores
+                if "accuracy" in s.metrics}["passed"] == 0.0
 
 
 class TestTaskArguments:
-    def test_inspect_eval_cli_finds_the_task_and_reads_its_arguments(self, tmp_path: Path) -> None:
-        """The README's `inspect eval simworld/suite -T scenario=... -T seeds=0..1` runs the named samples (the
-        task is found through simworld's entry point)."""
+    def test_readme_command_runs_offline(self, tmp_path: Path) -> None:
+        """The README's `inspect eval simworld/suite --model simworld/reference ...` runs with no network: the log's
+        status is success, every sample passes, and its out folder is a complete run that report reads."""
         import re
         import shlex
 
         readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
         (command,) = re.findall(r"^inspect eval simworld/suite .*$", readme, flags=re.M)
         argv = shlex.split(command)
-        assert argv[:2] == ["inspect", "eval"]
-        done = subprocess.run([sys.executable, "-m", "inspect_ai", *argv[1:], "--log-dir", str(tmp_path),
-                               "--display", "none"], capture_output=True, text=True, timeout=300,
-                              cwd=tmp_path)  # a user's own folder: the checkout's simworld/ is not a task path
-        assert done.returncode == 0, done.stdout + done.stderr
-        (info,) = list_eval_logs(str(tmp_path))
-        log = read_eval_log(info)
+        assert argv[:2] == ["inspect", "eval"] and "simworld/reference" in argv
+        log = _cli_eval(tmp_path, argv[1:])
         assert log.samples is not None
         assert sorted(str(s.id) for s in log.samples) == ["split-balance-three-ways__seed-0",
                                                           "split-balance-three-ways__seed-1",
                                                           "waive-small-fee__seed-0", "waive-small-fee__seed-1"]
+        assert all(s.scores[SCORER].value == {"passed": 1.0, "total": 1.0} for s in log.samples)  # type: ignore[index]
         args = log.eval.task_args
         # Inspect's CLI reads a comma list as a list; the task takes either.
         assert (args["scenario"], args["seeds"]) == (["waive-small-fee", "split-balance-three-ways"], "0..1")
+        out = tmp_path / args["out"]
+        meta = orjson.loads((out / "run.json").read_bytes())
+        assert (meta["status"], meta["agent"], meta["seeds"], meta["split"], meta["trials"]) == (
+            "complete", "inspect:simworld/reference", [0, 1], "dev", 1)
+        assert meta["scenarios"] == ["waive-small-fee", "split-balance-three-ways"] and meta["passed"] == 4
+        report = subprocess.run([sys.executable, "-m", "simworld", "report", str(out)], capture_output=True,
+                                text=True, timeout=120)
+        assert "seeds 0,1, split dev; status complete" in report.stdout, report.stdout + report.stderr
+
+    def test_noop_model_runs_offline_and_fails_everything(self, tmp_path: Path) -> None:
+        """`--model simworld/noop` replies in words: the eval succeeds, no sample passes, each reply is recorded."""
+        log = _cli_eval(tmp_path, ["eval", "simworld/suite", "--model", "simworld/noop", "-T",
+                                   "scenario=waive-small-fee", "-T", "seeds=0..1", "-T", "out=run"])
+        assert log.samples is not None and len(log.samples) == 2
+        lines = _lines(log)
+        assert not any(v["passed"] for v in lines.values())
+        assert all(v["stop_reason"] == "agent_stopped" and v["outcome"] is None for v in lines.values())
+        (event_file, _) = sorted((tmp_path / "run" / "events").glob("*.jsonl"))
+        said = [e for e in map(orjson.loads, event_file.read_bytes().splitlines()[1:]) if e.get("kind") == "say"]
+        assert [e["args"]["text"] for e in said] == [NOOP_REPLY]
 
     def test_holdout_split_and_bad_arguments(self) -> None:
         """split=holdout gives each scenario's reserved seeds; a bad seed list is one error naming it."""
@@ -229,3 +215,112 @@ class TestTaskArguments:
         assert len(seeds) == 2 and all(n >= HOLDOUT_BASE for n in seeds)
         with pytest.raises(ScenarioError, match="seeds 'zero'"):
             suite(seeds="zero")
+
+
+def _cli_eval(tmp_path: Path, args: list[str]) -> EvalLog:
+    """Run `inspect eval ...` as a user would (in their own folder, no network), and read its one log."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9", NO_PROXY="")  # nothing reachable
+    done = subprocess.run([sys.executable, "-m", "inspect_ai", *args, "--log-dir", str(tmp_path / "logs"),
+                           "--display", "none"], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info)
+    assert log.status == "success", (log.error, done.stderr[-2000:])
+    return log
+
+
+def _out_lines(out: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(raw) for raw in (out / "results.jsonl").read_bytes().splitlines()]
+
+
+def _events(out: Path) -> list[dict[str, Any]]:
+    (path,) = (out / "events").glob("*.jsonl")
+    return [e for e in map(orjson.loads, path.read_bytes().splitlines()[1:]) if "kind" in e]
+
+
+class TestTheModelsWords:
+    def test_text_beside_calls_and_a_final_reply_are_said(self, tmp_path: Path) -> None:
+        """The text of a response with calls is a say event before its first call; a reply with no call is the
+        model's last word, recorded, then the stop. The system message is the shared opening."""
+        shown: list[str] = []
+
+        def generate(messages: list[ChatMessage], tools: list[ToolInfo], choice: ToolChoice,
+                     config: GenerateConfig) -> ModelOutput:
+            shown.append(messages[0].text)
+            if not any(m.role == "tool" for m in messages):
+                output = ModelOutput.for_tool_call("mockllm/model", "list_fees", {"plan_id": "pln_010"},
+                                                   content="Let me look at your fees.")
+            else:
+                output = ModelOutput.from_content("mockllm/model", "I could not waive it, sorry.")
+            output.usage = ModelUsage(input_tokens=5, output_tokens=2, total_tokens=7)
+            return output
+
+        log = run_eval(tmp_path, get_model("mockllm/model", custom_outputs=generate), scenario="waive-small-fee",
+                       seeds=0, out=str(tmp_path / "run"))
+        (line,) = _lines(log).values()
+        assert line["stop_reason"] == "agent_stopped" and line["counters"]["input_tokens"] == 10
+        first = Environment(*suite_grid("waive-small-fee", 0)[0]).reset()
+        assert shown[0] == system_text(first.policy)
+        said = [(e["kind"], e["tool"] or e["args"]["text"]) for e in _events(tmp_path / "run")]
+        assert said == [("say", "Let me look at your fees."), ("read", "list_fees"),
+                        ("say", "I could not waive it, sorry.")]
+
+
+class TestNeverLosesAnEpisode:
+    def test_a_model_error_is_recorded_as_agent_error(self, tmp_path: Path) -> None:
+        """When the model provider raises, Inspect errs the sample, and simworld still writes its episode
+        (agent_error, naming the error) and releases it."""
+        calls = iter(range(100))
+
+        def generate(messages: list[ChatMessage], tools: list[ToolInfo], choice: ToolChoice,
+                     config: GenerateConfig) -> ModelOutput:
+            if next(calls) >= 1:
+                raise ConnectionError("the provider is down")
+            output = ModelOutput.for_tool_call("mockllm/model", "list_fees", {"plan_id": "pln_010"}, content="")
+            output.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+            return output
+
+        (log,) = inspect_eval(suite(scenario="waive-small-fee", seeds=0, out=str(tmp_path / "run")),
+                              model=get_model("mockllm/model", custom_outputs=generate),
+                              log_dir=str(tmp_path / "logs"), display="none")
+        assert log.status == "error"
+        (line,) = _out_lines(tmp_path / "run")
+        assert line["stop_reason"] == "agent_error" and line["passed"] is False
+        assert line["error"] == "inspect: the model raised ConnectionError: the provider is down"
+        assert [e["tool"] for e in _events(tmp_path / "run")] == ["list_fees"]
+        assert sw_inspect._LIVE == {}
+        meta = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
+        assert meta["status"] == "complete" and meta["inspect_status"] == "error" and meta["episodes"] == 1
+
+    def test_a_time_limit_is_a_timeout(self, tmp_path: Path) -> None:
+        """When Inspect's time limit stops the agent, the sample is scored and its episode ends as timeout."""
+        import time
+
+        def generate(messages: list[ChatMessage], tools: list[ToolInfo], choice: ToolChoice,
+                     config: GenerateConfig) -> ModelOutput:
+            time.sleep(1.2)  # past the limit: the next await is cancelled
+            output = ModelOutput.for_tool_call("mockllm/model", "list_fees", {"plan_id": "pln_010"}, content="")
+            output.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+            return output
+
+        (log,) = inspect_eval(suite(scenario="waive-small-fee", seeds=0, out=str(tmp_path / "run")),
+                              model=get_model("mockllm/model", custom_outputs=generate), time_limit=1,
+                              log_dir=str(tmp_path / "logs"), display="none")
+        (line,) = _out_lines(tmp_path / "run")
+        assert line["stop_reason"] == "timeout" and "time limit" in line["error"]
+        assert log.samples is not None and log.samples[0].scores[SCORER].metadata["stop_reason"] == "timeout"  # type: ignore[index]
+        assert sw_inspect._LIVE == {}
+
+    def test_epochs_are_trials_with_pass_hat_k(self, tmp_path: Path) -> None:
+        """Inspect's epochs are simworld's trials: pass^k in the metrics and run.json, one line per epoch."""
+        (log,) = inspect_eval(suite(scenario="waive-small-fee", seeds=0, out=str(tmp_path / "run")),
+                              model=get_model("simworld/reference"), epochs=2, log_dir=str(tmp_path / "logs"),
+                              display="none")
+        assert log.status == "success" and log.results is not None
+        passed = next(s for s in log.results.scores if s.name == "passed")
+        assert {k: m.value for k, m in passed.metrics.items() if "pass^" in k} == {
+            "simworld/pass^k_pass^1": 1.0, "simworld/pass^k_pass^2": 1.0}
+        assert [(x["seed"], x["trial"]) for x in _out_lines(tmp_path / "run")] == [(0, 0), (0, 1)]
+        meta = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
+        assert meta["trials"] == 2 and meta["pass_hat_k"] == {"pass^1": 1.0, "pass^2": 1.0}

@@ -23,6 +23,7 @@ from simworld._agents.chat import RESUME_NOTE
 from simworld._edges.export import export_run
 from simworld._edges.session import suite_grid
 from simworld._edges.verifiers import SimworldEnv, load_environment
+from simworld._episode.contract import system_text
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Observation
 from simworld._episode.steps import StepsAgent
@@ -72,8 +73,9 @@ def reference_client(seeds: str) -> ScriptedClient:
     for scenario, seed in suite_grid(None, seeds):
         env = Environment(scenario, seed)
         first = env.reset()
-        assert (first.policy, first.request) not in index, (scenario.id, seed)
-        index[(first.policy, first.request)] = (scenario, dict(env.variables))
+        key = (system_text(first.policy), first.request)  # the system message: the rules, then the policy
+        assert key not in index, (scenario.id, seed)
+        index[key] = (scenario, dict(env.variables))
 
     def reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
         scenario, variables = index[(messages[0]["content"], messages[1]["content"])]
@@ -82,7 +84,7 @@ def reference_client(seeds: str) -> ScriptedClient:
         agent = StepsAgent(scenario.solutions[0], variables, scenario.id)
         action = agent.act(Observation("", "", (), 0, "", resumed=True, history=tuple({"result": r} for r in results)))
         if action is None:
-            return {"role": "assistant", "content": "Done."}
+            return {"role": "assistant", "content": ""}  # no words: the episode is the reference agent's
         return {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{len(results)}", "type": "function",
              "function": {"name": action["tool"], "arguments": json.dumps(action["args"])}}]}
@@ -160,14 +162,16 @@ class TestReference:
         assert row["simworld"]["passed"] is True and row["reward"] == 1.0
 
     def test_tools_are_simworlds(self) -> None:
-        """The rows are the policy and the request; the tools are the scenario's, with simworld's own schemas."""
+        """The rows are the shared opening (the conversation's rules, then the policy) and the request; the tools are
+        the scenario's, with simworld's own schemas."""
         env = load_environment(scenario="waive-small-fee", seeds="0..2")
         rows = env.get_dataset().to_list()
         assert len(rows) == 3
         for row, (scenario, seed) in zip(rows, env.grid, strict=True):
             first = Environment(scenario, seed).reset()
             assert [m["role"] for m in row["prompt"]] == ["system", "user"]
-            assert (row["prompt"][0]["content"], row["prompt"][1]["content"]) == (first.policy, first.request)
+            assert (row["prompt"][0]["content"], row["prompt"][1]["content"]) == (system_text(first.policy),
+                                                                                  first.request)
             assert json.loads(row["info"]) == {"scenario": scenario.id, "seed": seed, "split": "dev",
                                                "category": scenario.category}
             assert env.oai_tools == [{"type": "function", "function": t} for t in first.tools]
@@ -227,6 +231,44 @@ class TestEdges:
         (o,) = evaluate(load_environment(scenario="waive-small-fee", seeds=0), ScriptedClient(boom))
         assert o["stop_condition"] == "has_error" and o["reward"] == 0.0
         assert o["simworld"]["stop_reason"] == "agent_error" and o["simworld"]["passed"] is False
+
+    def test_a_model_error_is_recorded_in_out(self, tmp_path: Path) -> None:
+        """A client that fails still leaves the episode's result line and event file in out (agent_error, named)."""
+
+        def boom(messages: list[dict[str, Any]], tools: Any) -> dict[str, Any]:
+            raise ConnectionError("no network here")
+
+        evaluate(load_environment(scenario="waive-small-fee", seeds=0, out=tmp_path), ScriptedClient(boom))
+        (line,) = [orjson.loads(raw) for raw in (tmp_path / "results.jsonl").read_bytes().splitlines()]
+        assert line["stop_reason"] == "agent_error" and "ConnectionError" in line["error"]
+        assert len(list((tmp_path / "events").glob("*.jsonl"))) == 1
+
+    def test_the_models_words_are_said(self, tmp_path: Path) -> None:
+        """The text beside a response's calls is a say event before its first call; a reply without calls is the
+        model's last word, recorded, then the stop; exports carry both."""
+        texts = iter(["Let me look at your fees.", "I could not waive it, sorry."])
+
+        def reply(messages: list[dict[str, Any]], tools: Any) -> dict[str, Any]:
+            if not any(m["role"] == "tool" for m in messages):
+                return {"role": "assistant", "content": next(texts), "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "list_fees",
+                                                                   "arguments": json.dumps({"plan_id": "pln_010"})}},
+                    {"id": "c2", "type": "function", "function": {"name": "list_fees",
+                                                                   "arguments": json.dumps({"plan_id": "pln_010"})}}]}
+            return {"role": "assistant", "content": next(texts)}
+
+        (o,) = evaluate(load_environment(scenario="waive-small-fee", seeds=0, out=tmp_path), ScriptedClient(reply))
+        assert o["simworld"]["stop_reason"] == "agent_stopped" and o["simworld"]["outcome"] is None
+        (path,) = (tmp_path / "events").glob("*.jsonl")
+        events = [orjson.loads(raw) for raw in path.read_bytes().splitlines()[1:]]
+        kinds = [(e.get("kind"), e.get("tool") or e.get("args", {}).get("text")) for e in events if "kind" in e]
+        assert kinds == [("say", "Let me look at your fees."), ("read", "list_fees"), ("read", "list_fees"),
+                         ("say", "I could not waive it, sorry.")]
+        buffer = io.BytesIO()
+        export_run(tmp_path, "openai", buffer)
+        messages = orjson.loads(buffer.getvalue())["messages"]
+        assert messages[2]["content"] == "Let me look at your fees." and messages[-1] == {
+            "role": "assistant", "content": "I could not waive it, sorry."}
 
     def test_bad_arguments_and_calls_after_the_end(self) -> None:
         """Arguments that are not JSON are an invalid call the model reads; calls after a terminal one are not

@@ -48,17 +48,20 @@ own clock and everything it records are.
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any
 
-from simworld._agents.chat import resumed, tool_content
+from simworld._agents.chat import opening, resumed, tool_content
 from simworld._edges.session import Session, missing, suite_grid
 from simworld._episode.environment import Environment
+from simworld._running.rundir import pass_hat_k
 from simworld._scenario.scenario import Scenario
 from simworld._world.state import canonical_bytes
 from simworld._world.tools import TOOLS
+from simworld.errors import exception_text
 
 try:
-    from inspect_ai import Task, task
+    from inspect_ai import Epochs, Task, task
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.model import (
         ChatMessage,
@@ -67,17 +70,38 @@ try:
         ChatMessageTool,
         ChatMessageUser,
     )
-    from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+    from inspect_ai.scorer import (
+        Metric,
+        SampleScore,
+        Score,
+        Scorer,
+        ScoreReducer,
+        Target,
+        Value,
+        accuracy,
+        grouped,
+        mean,
+        metric,
+        score_reducer,
+        scorer,
+        stderr,
+    )
     from inspect_ai.solver import Generate, Solver, TaskState, solver
     from inspect_ai.tool import Tool, ToolCall, ToolDef, ToolError, ToolParams
+    from inspect_ai.util import LimitExceededError, sample_limits
 except ImportError as exc:  # pragma: no cover - exercised in an environment without the extra
     raise missing("inspect", "inspect_ai", exc) from exc
 
 import orjson
 
-__all__ = ["samples", "simworld_agent", "simworld_scorer", "simworld_tools", "suite", "use_simworld"]
+# Registered with Inspect on import: the offline models (simworld/reference, simworld/noop) and the hook that
+# writes the out folder's run.json.
+from simworld._edges import inspect_models, inspect_run  # noqa: F401
 
-#: The live episodes, by Inspect sample (``TaskState.uuid``): started by use_simworld, ended by the scorer.
+__all__ = ["live_session", "pass_hat", "release", "samples", "simworld_agent", "simworld_scorer", "simworld_tools",
+           "simworld_trials", "suite", "use_simworld"]
+
+#: The live episodes, by Inspect sample (``TaskState.uuid``): started by use_simworld, ended by the scorer or release().
 _LIVE: dict[str, Session] = {}
 
 #: Scenarios by (id, suite directory or None), as samples() loaded them: a scenario is immutable, and loading
@@ -100,7 +124,9 @@ def samples(grid: list[tuple[Scenario, int]], split: str = "dev", suite: str | N
         if suite is not None:
             meta["suite"] = str(suite)
         _SCENARIOS[(scenario.id, None if suite is None else str(suite))] = scenario
-        out.append(Sample(input=[ChatMessageSystem(content=first.policy), ChatMessageUser(content=first.request)],
+        system, user = opening(first)
+        out.append(Sample(input=[ChatMessageSystem(content=system["content"]),
+                                 ChatMessageUser(content=user["content"])],
                           id=f"{scenario.id}__seed-{seed}", metadata=meta))
     return out
 
@@ -118,12 +144,64 @@ def suite(scenario: str | list[str] | None = None, seeds: str | int | list[int] 
         out: a directory to write the episodes to as ``simworld run`` does (for ``simworld export``).
     """
     grid = suite_grid(scenario, seeds, split, suite)
+    if out is not None:
+        inspect_run.check_out(out, {"scenario": scenario, "seeds": seeds, "split": split, "suite": suite})
     return Task(dataset=MemoryDataset(samples(grid, split, suite), name="simworld"),
-                solver=[use_simworld(out), simworld_agent()], scorer=simworld_scorer())
+                solver=[use_simworld(out), simworld_agent()], scorer=simworld_scorer(), cleanup=release,
+                epochs=Epochs(1, simworld_trials()))
+
+
+def live_session(uuid: str) -> Session | None:
+    """The running episode of an Inspect sample (``TaskState.uuid``), or None."""
+    return _LIVE.get(uuid)
 
 
 def _session(state: TaskState) -> Session | None:
     return _LIVE.get(state.uuid)
+
+
+async def release(state: TaskState) -> None:
+    """The task's cleanup, run by Inspect after every sample however it ended: a sample that was not scored (the
+    model raised, the sample was cancelled) still ends its episode, recorded (``agent_error`` or ``timeout``, the
+    error named) and written to ``out``; and the episode leaves the registry."""
+    session = _LIVE.pop(state.uuid, None)
+    if session is None or session.result is not None:
+        return
+    if not session.done:
+        _end_unfinished(session, _WHY.get(session))
+    session.finish()
+
+
+#: Why a sample's agent loop was interrupted (an exception Inspect will handle), by episode, until it is finished.
+_WHY: weakref.WeakKeyDictionary[Session, str] = weakref.WeakKeyDictionary()
+
+
+def _end_unfinished(session: Session, why: str | None) -> None:
+    """End an episode its agent did not end: at an Inspect limit (time and working time: ``timeout``; tokens,
+    messages...: ``agent_error``), or with the error that interrupted its loop, or as cancelled."""
+    hit = _limit_hit()
+    if hit is not None:
+        kind, text = hit
+        if kind in ("time", "working"):
+            session.env.time_out(text)
+        else:
+            session.env.fail(text)
+    else:
+        session.env.fail(why or "inspect: the sample ended without a stop (cancelled, or its solver failed)")
+
+
+def _limit_hit() -> tuple[str, str] | None:
+    """The Inspect sample limit that was reached, if any: its kind and a line naming it."""
+    try:
+        limits = sample_limits()
+    except RuntimeError:  # not inside a sample
+        return None
+    for kind in ("time", "working", "token", "message", "turn", "cost"):
+        limit = getattr(limits, kind, None)
+        value = getattr(limit, "limit", None)
+        if value is not None and getattr(limit, "usage", 0) >= value:
+            return kind, f"inspect: the sample's {kind} limit ({value:g}) was reached"
+    return None
 
 
 @solver
@@ -205,32 +283,67 @@ def simworld_agent() -> Solver:
         session = _session(state)
         if session is None:
             raise RuntimeError(_NO_EPISODE)
-        while not session.done and not state.completed:
-            state = await generate(state, tool_calls="none")
-            usage = _usage(state.output.usage)
-            calls = list(state.output.message.tool_calls or []) if state.output.choices else []
-            if not calls:
-                # A plain answer: the agent is done (its tokens still count).
-                session.step({"stop": True, "usage": usage} if usage else None)
-                break
-            for i, call in enumerate(calls):
-                if session.done:  # a terminal call came earlier in this message
-                    state.messages.append(_answer(call, "The episode is over; this call was not made."))
-                    continue
-                action: dict[str, Any] = {"tool": call.function,
-                                          "args": call.arguments if call.parse_error is None else call.parse_error}
-                if i == 0 and usage:
-                    action["usage"] = usage
-                observation = session.step(action)
-                if observation.resumed:
-                    # The agent died mid-call; a fresh one takes over from the session log.
-                    state.messages = _chat(resumed(observation))
-                    break
-                state.messages.append(_answer(call, tool_content(observation.last_status,
-                                                                  observation.last_result)))
+        try:
+            await _loop(session, state, generate)
+        except BaseException as exc:
+            _interrupted(session, exc)
+            raise  # Inspect's to handle (retry, fail, cancel); release() records the episode
         return state
 
     return solve
+
+
+async def _loop(session: Session, state: TaskState, generate: Generate) -> None:
+    while not session.done and not state.completed:
+        state = await generate(state, tool_calls="none")
+        usage = _usage(state.output.usage)
+        message = state.output.message if state.output.choices else None
+        calls = list(message.tool_calls or []) if message is not None else []
+        text = _text(message)
+        if not calls:
+            # A plain reply: the model's last word to the customer (recorded and judged), then the episode stops.
+            session.step({"stop": True, **({"say": text} if text else {}), **({"usage": usage} if usage else {})})
+            break
+        for i, call in enumerate(calls):
+            if session.done:  # a terminal call came earlier in this message
+                state.messages.append(_answer(call, "The episode is over; this call was not made."))
+                continue
+            action: dict[str, Any] = {"tool": call.function,
+                                      "args": call.arguments if call.parse_error is None else call.parse_error}
+            if i == 0:  # the response's text and tokens go with its first call
+                if text:
+                    action["say"] = text
+                if usage:
+                    action["usage"] = usage
+            observation = session.step(action)
+            if observation.resumed:
+                # The agent died mid-call; a fresh one takes over from the session log.
+                state.messages = _chat(resumed(observation))
+                break
+            state.messages.append(_answer(call, tool_content(observation.last_status, observation.last_result)))
+
+
+def _interrupted(session: Session, exc: BaseException) -> None:
+    """Note why the loop stopped: a model error or an Inspect limit ends the episode now (``agent_error``,
+    ``timeout``); a cancellation is only noted, since Inspect says afterwards whether it was a time limit."""
+    if session.done:
+        return
+    if isinstance(exc, LimitExceededError):
+        text = f"inspect: the sample's {exc.type} limit ({exc.limit:g}) was reached" if exc.limit is not None \
+            else f"inspect: {exc.message}"
+        (session.env.time_out if exc.type in ("time", "working") else session.env.fail)(text)
+    elif isinstance(exc, Exception):
+        session.env.fail(f"inspect: the model raised {type(exc).__name__}: {exception_text(exc)}")
+    else:
+        _WHY[session] = f"inspect: the sample was cancelled ({type(exc).__name__})"
+
+
+def _text(message: ChatMessageAssistant | None) -> str | None:
+    """The text a response carries beside its calls (its reasoning is not text to the customer)."""
+    if message is None:
+        return None
+    text = message.text
+    return text if text.strip() else None
 
 
 def _usage(usage: Any) -> dict[str, int]:
@@ -265,14 +378,53 @@ def _chat(messages: list[dict[str, Any]]) -> list[ChatMessage]:
     return out
 
 
-@scorer(metrics={"passed": [mean(), stderr()], "total": [mean(), stderr()]})
+@score_reducer(name="simworld_trials")
+def simworld_trials() -> ScoreReducer:
+    """Reduce a sample's epochs (trials): the mean of ``passed`` and ``total``, and in the metadata how many
+    trials passed (``successes`` of ``trials``), from which :func:`pass_hat` computes pass^k."""
+
+    def reduce(scores: list[Score]) -> Score:
+        values = [s.value for s in scores if isinstance(s.value, dict)]
+        successes = sum(1 for v in values if float(v.get("passed", 0.0)) >= 1.0)
+        n = len(values)
+        value = {key: (sum(float(v.get(key, 0.0)) for v in values) / n if n else 0.0) for key in ("passed", "total")}
+        return Score(value=value, answer=scores[0].answer if len(scores) == 1 else None,
+                     metadata={"successes": successes, "trials": n})
+
+    return reduce
+
+
+@metric(name="pass^k")
+def pass_hat() -> Metric:
+    """pass^k over the epochs, as ``simworld run --trials`` reports it: ``pass^1`` ... ``pass^N`` for N epochs
+    (the mean over samples of C(successes, k) / C(N, k)). Needs the :func:`simworld_trials` reducer (the task's)."""
+
+    def compute(scores: list[SampleScore]) -> Value:
+        counts = [(m["successes"], m["trials"]) for s in scores
+                  if isinstance(m := s.score.metadata, dict) and isinstance(m.get("trials"), int)]
+        trials = {t for _, t in counts}
+        if not counts or len(trials) != 1:
+            return {}
+        return dict(pass_hat_k([c for c, _ in counts], trials.pop()))
+
+    return compute
+
+
+@scorer(metrics={"passed": [accuracy(), stderr(), grouped(accuracy(), "category", all=False), pass_hat()],
+                 "total": [mean(), stderr(), grouped(mean(), "category", all=False)]})
 def simworld_scorer() -> Scorer:
-    """Seal the sample's episode and grade it with the scenario's graders; the result line is the metadata."""
+    """Seal the sample's episode and grade it with the scenario's graders; the result line is the metadata.
+
+    Metrics: ``passed`` as accuracy (with stderr, per category, and pass^k over the epochs), ``total`` as the
+    mean score (with stderr and per category).
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         session = _LIVE.pop(state.uuid, None)
         if session is None:
             return Score(value={"passed": 0.0, "total": 0.0}, explanation=_NO_EPISODE)
+        if not session.done and (session in _WHY or _limit_hit() is not None):
+            _end_unfinished(session, _WHY.get(session))  # scored after an Inspect limit or interrupt stopped it
         line = session.finish()
         failed = [f"{c['name']}: {c['detail']}" for c in line["checks"] if not c["passed"]]
         return Score(value={"passed": 1.0 if line["passed"] else 0.0, "total": float(line["total"])},
@@ -281,4 +433,3 @@ def simworld_scorer() -> Scorer:
                      metadata=orjson.loads(canonical_bytes(line)))
 
     return score
-

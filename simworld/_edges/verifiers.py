@@ -54,7 +54,7 @@ from simworld._edges.session import Session, missing, suite_grid
 from simworld._episode.environment import Environment
 from simworld._scenario.scenario import Scenario
 from simworld._world.state import canonical_bytes
-from simworld.errors import ScenarioError
+from simworld.errors import ScenarioError, exception_text
 
 try:
     import verifiers as vf
@@ -261,9 +261,10 @@ class SimworldEnv(vf.MultiTurnEnv):
         """Each tool call of the last assistant message is one step of the episode, answered by a tool message."""
         session = self.session(state)
         calls = list(messages[-1].get("tool_calls") or [])
+        said = _text_of(messages[-1].get("content"))
         usage = self._usage(state)
         answers: list[dict[str, Any]] = []
-        for call in calls:
+        for i, call in enumerate(calls):
             call_id = call.get("id", "")
             if session is None or session.done:  # a terminal call came earlier in this message
                 answers.append({"role": "tool", "tool_call_id": call_id, "content": OVER})
@@ -275,6 +276,8 @@ class SimworldEnv(vf.MultiTurnEnv):
             except ValueError:
                 args = text  # recorded as an invalid call the model can read, as simworld run records one
             action: dict[str, Any] = {"tool": function.get("name", ""), "args": args}
+            if i == 0 and said:  # the response's text goes with its first call, as simworld run records it
+                action["say"] = said
             if usage:
                 action["usage"], usage = usage, {}
             observation = session.step(action)
@@ -304,8 +307,37 @@ class SimworldEnv(vf.MultiTurnEnv):
             return
         if not session.done:
             if state.get("error") is not None:
-                session.env.fail(f"verifiers: {state['error']!r}")
+                session.env.fail(_named(state["error"]))
             else:
+                # A reply with no tool call is the model's last word: recorded as what it said, then the stop.
                 usage = self._usage(state)
-                session.step({"stop": True, "usage": usage} if usage else None)
+                text = _final_text(state)
+                session.step({"stop": True, **({"say": text} if text else {}), **({"usage": usage} if usage else {})})
         state[RESULT] = orjson.loads(canonical_bytes(session.finish()))
+
+
+def _named(error: Any) -> str:
+    """A rollout's error as the episode records it: verifiers' wrapper and the error it wraps (the provider's)."""
+    cause = getattr(error, "__cause__", None) or getattr(error, "__context__", None)
+    text = f"verifiers: {error!r}"
+    return text + (f" caused by {type(cause).__name__}: {exception_text(cause)}" if cause is not None else "")
+
+
+def _text_of(content: Any) -> str | None:
+    """The text of a message's ``content`` (a string, or text parts); None when there is none."""
+    if isinstance(content, list):
+        content = "".join(p.get("text") or "" for p in content
+                          if isinstance(p, dict) and p.get("type") in ("text", "output_text"))
+    return content if isinstance(content, str) and content.strip() else None
+
+
+def _final_text(state: Any) -> str | None:
+    """The text of the rollout's last assistant message when it called no tool (a final reply)."""
+    trajectory = state.get("trajectory") or []
+    if not trajectory:
+        return None
+    completion = trajectory[-1].get("completion") or []
+    last = completion[-1] if completion else None
+    if not isinstance(last, dict) or last.get("role") != "assistant" or last.get("tool_calls"):
+        return None
+    return _text_of(last.get("content"))
