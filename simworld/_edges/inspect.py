@@ -15,15 +15,17 @@ One sample per (scenario, seed), in ``simworld run``'s order, with the task argu
 - ``out``: a directory to write each episode to as ``simworld run`` does (``events/`` and
   ``results.jsonl``, the epoch as ``trial``), so ``simworld export``, ``grade`` and ``regrade`` read it.
 
-The sample's input is what ``--agent openai:MODEL`` shows a model: the policy as the system
-message, the customer's request as the user message (:mod:`simworld._agents.chat`). Its metadata
+The sample's input is what ``--agent openai:MODEL`` shows a model: the conversation's rules and
+the policy as the system message, the customer's request as the user message
+(:mod:`simworld._agents.chat`). Its metadata
 names the scenario, seed, split and category (never shown to the model).
 
 :func:`use_simworld` starts the sample's episode (an :class:`~simworld._episode.environment.Environment`: the
 same world, simulated clock and event log as ``simworld run``) and gives the model the
 scenario's tools as Inspect tools with simworld's own schemas. :func:`simworld_agent` is the
 loop: Inspect's ``generate`` gives the next assistant message, each of its tool calls is one
-step of the episode, in order, answered by a tool message; a message with no tool call stops
+step of the episode, in order, answered by a tool message, the message's text recorded as said
+before its first call; a message with no tool call is the model's last word, recorded, and stops
 the episode; a terminal tool, the step budget or the time budget ends it. In a recovery
 scenario the agent dies at the scenario's call, as under ``simworld run``, and a fresh agent
 takes over: the conversation is rebuilt from the session log (the calls the log holds and
@@ -31,10 +33,17 @@ their results), followed by a note that the session was restarted. Token usage i
 into the episode's counters.
 
 :func:`simworld_scorer` seals the episode and grades it with the scenario's graders against
-every valid end state. The score's value is ``{"passed": 1.0 or 0.0, "total": ...}`` (each
-with mean and stderr over the samples); its metadata is the episode's whole result line
+every valid end state. The score's value is ``{"passed": 1.0 or 0.0, "total": ...}`` (``passed``
+as accuracy, ``total`` as the mean, each with stderr and per category; pass^k over the epochs,
+which :func:`simworld_trials` reduces); its metadata is the episode's whole result line
 (``passed``, ``total``, ``parts``, ``category``, ``checks``, ``counters``, hashes...), byte for
 byte the line ``simworld run`` writes for the same actions.
+
+A sample that does not reach the scorer (the model raised, the sample was cancelled) is still
+ended, graded and written by the task's cleanup, :func:`release` (``agent_error``, or ``timeout``
+at an Inspect time limit, the error named). ``out`` is a whole run directory
+(:mod:`simworld._edges.inspect_run`); ``--model simworld/reference`` and ``simworld/noop`` run it
+offline (:mod:`simworld._edges.inspect_models`).
 
 The tools also work under another solver (``react()``, a custom agent): each call steps the
 episode, an ``error`` or ``denied`` result comes back as a tool error the model can read, and
