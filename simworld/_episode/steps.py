@@ -26,7 +26,7 @@ class StepsAgent:
         """The next step, with arguments resolved against the results so far."""
         if observation.resumed:
             # A fresh agent over a reloaded session: the log says which steps are done.
-            self.results = [h["result"] for h in observation.history]
+            self.results = [h["result"] for h in observation.history if "say" not in h]  # words are not steps
         elif observation.last_tool is not None:
             self.results.append(observation.last_result)
         i = len(self.results)
