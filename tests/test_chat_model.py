@@ -226,3 +226,20 @@ def test_an_agent_process_speaks_too(tmp_path: Path) -> None:
         ("say", "I cannot do more today.")]
     (line,) = _lines(tmp_path / "o" / "results.jsonl")
     assert line["stop_reason"] == "agent_stopped" and line["counters"]["steps"] == 2
+
+
+def test_a_resumed_script_counts_calls_not_words() -> None:
+    """A scripted agent resumed after a crash takes the log's calls as its steps done; what was said is not a step."""
+    from simworld._episode.episode import Observation
+    from simworld._episode.steps import StepsAgent
+
+    (scenario,) = load_suite(None, [SID])
+    steps = scenario.solutions[0]
+    env = Environment(scenario, 0)
+    env.reset()
+    agent = StepsAgent(steps, dict(env.variables), "test")
+    history = ({"seq": 0, "say": "Let me look."},
+               {"seq": 0, "tool": steps[0].tool, "args": {}, "status": "ok", "result": {"customers": []}})
+    observation = Observation("request", "policy", (), 1, "2024-01-01T00:00:00.000Z", resumed=True, history=history)
+    action = agent.act(observation)
+    assert action is not None and action["tool"] == steps[1].tool
