@@ -243,3 +243,78 @@ def test_a_resumed_script_counts_calls_not_words() -> None:
     observation = Observation("request", "policy", (), 1, "2024-01-01T00:00:00.000Z", resumed=True, history=history)
     action = agent.act(observation)
     assert action is not None and action["tool"] == steps[1].tool
+
+
+def _episode_bytes(out: Path) -> tuple[list[bytes], dict[str, Any]]:
+    """The event lines of a run's one episode and its result line, without what names the client (the agent)."""
+    events = [line for line in (out / "events" / f"{SID}__seed-0.jsonl").read_bytes().splitlines()
+              if orjson.loads(line)["record"] == "event"]
+    (line,) = _lines(out / "results.jsonl")
+    return events, {k: v for k, v in line.items() if k != "agent"}
+
+
+def _leak_script() -> Any:
+    (scenario,) = load_suite(None, [SID])
+    env = Environment(scenario, 0)
+    env.reset()
+    return leaking(next(c for c in env.world.state.records("customers") if c.id != "cus_010" and c.email).email)
+
+
+SCRIPTS = {"talking": lambda: WAIVE_TALKING, "plain-end": lambda: WAIVE_PLAIN_END, "leak": _leak_script,
+           "malformed": lambda: WAIVE_MALFORMED}
+
+
+def _by_inspect(script: Any, out: Path) -> list[dict[str, Any]]:
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from simworld._edges.inspect import suite
+
+    with serving(script) as model:
+        (log,) = inspect_eval(suite(scenario=SID, seeds=0, out=str(out)),
+                              model=get_model("openai-api/stub/scripted", base_url=model.base_url, api_key="x"),
+                              log_dir=str(out.parent / "logs"), display="none")
+        assert log.status in ("success", "error"), log.error
+        return model.requests
+
+
+def _by_verifiers(script: Any, out: Path) -> list[dict[str, Any]]:
+    from openai import AsyncOpenAI
+
+    from simworld._edges.verifiers import load_environment
+
+    with serving(script) as model:
+        env = load_environment(scenario=SID, seeds=0, reward="passed", out=out)
+        env.evaluate_sync(client=AsyncOpenAI(base_url=model.base_url, api_key="x", max_retries=2),  # type: ignore[arg-type]
+                          model="scripted")
+        return model.requests
+
+
+def _by_simworld(script: Any, out: Path) -> list[dict[str, Any]]:
+    with serving(script) as model:
+        done = _run(model.base_url, out)
+        assert done.returncode in (0, 1), done.stderr
+        return model.requests
+
+
+class TestThreeClients:
+    """The same scripted model, reached by simworld's own agent, by Inspect and by verifiers over the same endpoint,
+    writes the same events and results, byte for byte (but for the agent's name)."""
+
+    @pytest.mark.parametrize("name", ["talking", "plain-end", "leak"])
+    @pytest.mark.parametrize("client", ["inspect", "verifiers"])
+    def test_the_same_episode_whoever_asks(self, tmp_path: Path, name: str, client: str) -> None:
+        script = SCRIPTS[name]()
+        seen_by_us = _by_simworld(script, tmp_path / "ours")
+        seen = (_by_inspect if client == "inspect" else _by_verifiers)(script, tmp_path / "theirs")
+        assert _episode_bytes(tmp_path / "theirs") == _episode_bytes(tmp_path / "ours")
+        assert seen[0]["messages"][:2] == seen_by_us[0]["messages"][:2]  # the same rules, policy and request
+
+    @pytest.mark.parametrize("client", ["inspect", "verifiers"])
+    def test_a_broken_endpoint_is_recorded_alike(self, tmp_path: Path, client: str) -> None:
+        """A malformed body ends the episode as agent_error whoever asked, with the same events (the error's
+        wording is each client's own)."""
+        _by_simworld(WAIVE_MALFORMED, tmp_path / "ours")
+        (_by_inspect if client == "inspect" else _by_verifiers)(WAIVE_MALFORMED, tmp_path / "theirs")
+        ours, theirs = _episode_bytes(tmp_path / "ours"), _episode_bytes(tmp_path / "theirs")
+        assert theirs[0] == ours[0] and theirs[1]["stop_reason"] == ours[1]["stop_reason"] == "agent_error"
