@@ -165,6 +165,9 @@ def live_session(uuid: str) -> Session | None:
     return _LIVE.get(uuid)
 
 
+inspect_models.attach(live_session)
+
+
 def _session(state: TaskState) -> Session | None:
     return _LIVE.get(state.uuid)
 

@@ -19,6 +19,7 @@ it), and are deterministic: the same sample gives the same calls.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -36,6 +37,17 @@ __all__ = ["NOOP_REPLY", "SimworldModels"]
 NOOP_REPLY = "Thank you for your message. I am not able to act on this request."
 MODELS = ("reference", "noop")
 NO_USAGE = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+
+
+#: The running episode of an Inspect sample, by its uuid: given by :mod:`simworld._edges.inspect`, which owns the
+#: sessions and imports this module (see :func:`attach`).
+_live_session: Callable[[str], Session | None] | None = None
+
+
+def attach(live_session: Callable[[str], Session | None]) -> None:
+    """Tell the models where the running episodes are (the task module calls this when it is imported)."""
+    global _live_session
+    _live_session = live_session
 
 
 @attrs.define
@@ -66,10 +78,8 @@ class SimworldModels(ModelAPI):
         name = f"simworld/{self.model_name}"
         if self.model_name == "noop":
             return _said(ModelOutput.from_content(name, NOOP_REPLY))
-        from simworld._edges.inspect import live_session
-
         state = sample_state()
-        session = live_session(state.uuid) if state is not None else None
+        session = _live_session(state.uuid) if state is not None and _live_session is not None else None
         if session is None:
             raise RuntimeError(f"{name} plays simworld samples only: put use_simworld() before the agent in the "
                                "task's solver (simworld/suite does).")
