@@ -10,6 +10,7 @@ exit status 1 (some failed), never 0 (all passed), 3 (a harness error) or 130 (i
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -237,3 +238,58 @@ class TestCtrlC:
         assert meta["status"] == "interrupted" and 2 <= meta["episodes"] < 40
         resumed = subprocess.run([*argv, "--resume"], capture_output=True, text=True, cwd=home, env=env, timeout=240)
         assert resumed.returncode == 1 and results.read_bytes().count(b"\n") == 40
+
+
+DISPATCH = HOSTILE + '''
+
+CASES = {"exit0": Exit0, "exit3": Exit3, "os_exit": OsExit0, "interrupt": Interrupt, "generator_exit": GenExit,
+         "own_base_exception": RaiseMine, "unprintable": RaiseUnprintable, "sleeps": Sleeper, "spins": Spinner,
+         "garbage": Garbage, "self_containing": SelfContaining, "exits_when_read": ReturnsHostile}
+
+
+class Dispatch:
+    """Plays the hostile agent its scenario's request names ([case:NAME])."""
+
+    def __init__(self):
+        self.agent = None
+
+    def act(self, obs):
+        if self.agent is None:
+            self.agent = CASES[obs.request.rsplit("[case:", 1)[1].split("]")[0]]()
+        return self.agent.act(obs)
+'''
+
+# case -> the stop reason its episode must end with
+ONE_RUN = {"exit0": "agent_error", "exit3": "agent_error", "os_exit": "agent_error", "interrupt": "agent_error",
+           "generator_exit": "agent_error", "own_base_exception": "agent_error", "unprintable": "agent_error",
+           "sleeps": "timeout", "spins": "timeout", "garbage": "max_steps", "self_containing": "max_steps",
+           "exits_when_read": "max_steps"}
+
+
+def test_every_hostile_agent_in_one_run(tmp_path: Path) -> None:
+    """One run over a suite with one scenario per hostile behaviour: it ends, writes one line per episode with the
+    right stop reason, is complete, and exits 1."""
+    source = ROOT / "scenarios" / SCENARIOS[0]
+    for case in ONE_RUN:
+        target = tmp_path / "scenarios" / f"hostile-{case.replace('_', '-')}"
+        shutil.copytree(source, target)
+        data = orjson.loads((target / "task.json").read_bytes())
+        data["id"] = target.name
+        data["budget"] = {**data["budget"], "timeout_s": 1}
+        (target / "task.json").write_bytes(orjson.dumps(data))
+        (target / "prompt.md").write_text((source / "prompt.md").read_text() + f"\n[case:{case}]\n")
+    shutil.copytree(ROOT / "snapshots", tmp_path / "snapshots")
+    (tmp_path / "dispatch.py").write_text(DISPATCH)
+    done = subprocess.run([sys.executable, "-m", "simworld", "run", "--suite", str(tmp_path / "scenarios"),
+                           "--agent", "python:dispatch:Dispatch", "--seeds", "0..1", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = [orjson.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_bytes().splitlines()]
+    assert len(lines) == 2 * len(ONE_RUN)
+    for line in lines:
+        case = line["scenario"].removeprefix("hostile-").replace("-", "_")
+        assert line["stop_reason"] == ONE_RUN[case], (case, line["error"])
+        assert line["harness_error"] is None and not line["passed"]
+    meta = orjson.loads((tmp_path / "o" / "run.json").read_bytes())
+    assert meta["status"] == "complete" and meta["episodes"] == 2 * len(ONE_RUN)
