@@ -169,8 +169,7 @@ class TestDetectors:
             end = play(Environment(scenario, seed, agent_name="reference"), build_agent_factory("reference"))
             for state, table in ((s, t) for s in (scenario.instance(seed).state, end.final_state) for t in TABLES):
                 for record in state.records(table):
-                    walked = _Known.__new__(_Known)
-                    walked.amounts, walked.dates = set(), set()
+                    walked = _Known.blank()
                     walked._absorb(to_json(record))
                     assert _record_figures(record) == (frozenset(walked.amounts), frozenset(walked.dates)), record
                     seen += 1

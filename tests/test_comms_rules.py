@@ -159,7 +159,8 @@ class TestFigures:
         v = communications(say("Your fee is 42.00 USD.", initial=s))
         assert v.data["unsupported_figures"] == [
             {"seq": 0, "tool": "send_message", "figure": "42.00 USD",
-             "why": "not an amount of this customer's records or of anything quoted to the agent"}]
+             "why": "not an amount of this customer's records or of anything quoted to the agent, nor one step "
+                    "of arithmetic from them (the nearest is 15.00 USD)"}]
 
     def test_quoted_figures_and_foreign_calls(self) -> None:
         """What a call about the target showed is known; what a call about another customer showed is not."""
@@ -176,7 +177,7 @@ class TestFigures:
         ints = event(0, "x", {"plan_id": "pln_1", "n": 123}, kind="read", at="2026-04-21T10:00:00Z")
         t3 = event(1, "send_message", {"body": "123 USD or 99 USD, from 2026-04-21"})
         got = communications(episode(s, [(ints, s), (t3, s)])).data["unsupported_figures"]
-        assert [g["figure"] for g in got] == ["99 USD"]
+        assert [g["figure"] for g in got] == ["123 USD", "99 USD"]  # an integer a call shows is a count, not money
 
     def test_request_and_policy_text(self) -> None:
         """Figures in the request or the policy text are known."""
