@@ -11,9 +11,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from helpers import readme_example
 
-from simworld._edges.gym import ENV_ID, SimworldEnv
+from simworld._agents.drift import DRIFTS
+from simworld._agents.kinds import build_agent_factory
+from simworld._edges.gym import ENV_ID, REWARDS, SimworldEnv
 from simworld._episode.episode import Observation
 from simworld._episode.steps import StepsAgent
+from simworld._grading.rewards import parts_reward, right_attempt
 from simworld._running.runner import run_one
 from simworld.errors import ScenarioError
 
@@ -139,6 +142,67 @@ class TestEpisodes:
         obs, reward, terminated, truncated, _ = env.step("list the fees please")
         data = json.loads(obs)
         assert data["last_status"] == "error" and not terminated and not truncated and reward == 0.0
+
+
+def spec_agent(spec: str) -> Any:
+    """An ``--agent SPEC`` agent (noop, random, reference, drift:KIND) as ``play`` drives one, fresh per episode."""
+    factory = build_agent_factory(spec)
+
+    def act(env: SimworldEnv, obs: Observation) -> Any:
+        session = env.session
+        assert session is not None
+        agent = getattr(session, "_test_agent", None)
+        if agent is None:
+            agent = factory(session.scenario, session.seed, dict(session.env.variables))
+            session._test_agent = agent  # type: ignore[attr-defined]
+        return agent.act(obs)
+
+    return act
+
+
+def mean_reward(spec: str, reward: str, seeds: str = "0..2") -> float:
+    """The mean final reward of ``spec``'s agent over the bundled suite at ``seeds``, played through step()."""
+    env = SimworldEnv(seeds=seeds, reward=reward)
+    agent = spec_agent(spec)
+    finals = [play(env, agent, options={"scenario": s.id, "seed": n})[0][-1] for s, n in env.grid]
+    return sum(finals) / len(finals)
+
+
+class TestRewards:
+    @pytest.mark.parametrize("reward", ["parts", "passed"])
+    def test_doing_nothing_or_acting_at_random_earns_almost_nothing(self, reward: str) -> None:
+        """Over the suite at seeds 0..2, an agent that stops at once and a random agent average at most 0.05."""
+        assert mean_reward("noop", reward) == 0.0
+        assert mean_reward("random", reward) <= 0.05
+
+    def test_parts_ranks_reference_over_drift_over_random(self) -> None:
+        """parts keeps the ranking it exists to teach: the reference above every drifting agent, each of them
+        far above a random agent (at least ten times its mean)."""
+        reference = mean_reward("reference", "parts")
+        random = mean_reward("random", "parts")
+        assert reference == 1.0
+        for kind in DRIFTS:
+            drift = mean_reward(f"drift:{kind}", "parts")
+            assert random * 10 < drift < reference, (kind, random, drift, reference)
+
+    def test_parts_is_zero_without_a_right_attempt(self) -> None:
+        """A wrong outcome class, a failed gate, a missed required step or a crash scores 0, whatever else went
+        right; a right attempt scores the plain mean of its non-gate parts."""
+        attempt: dict[str, Any] = {
+                   "passed": False, "total": 0.9, "outcome_class_correct": True, "error": None, "harness_error": None,
+                   "forbidden_changes": [], "unauthorised_actions": [], "wrong_recipients": [],
+                   "step_scores": {"read": 1.0, "write": 1.0, "done": 1.0},
+                   "parts": {"outcome": 1.0, "forbidden": 1.0, "state": 0.8, "steps": 1.0, "money": 0.6}}
+        assert right_attempt(attempt) and parts_reward(attempt) == 0.8
+        for change in ({"outcome_class_correct": False}, {"forbidden_changes": ["plans/p1"]},
+                       {"unauthorised_actions": [{"tool": "waive_fee"}]}, {"wrong_recipients": [{"record": "m"}]},
+                       {"step_scores": {"read": 1.0, "write": 0.0, "done": 1.0}}, {"error": "boom"},
+                       {"total": 0.0}):
+            assert parts_reward({**attempt, **change}) == 0.0, change
+
+    def test_named_rewards(self) -> None:
+        """The environment offers exactly the shared named rewards."""
+        assert REWARDS == ("total", "passed", "parts")
 
 
 class TestReadme:

@@ -27,6 +27,7 @@ from simworld._episode.contract import system_text
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Observation
 from simworld._episode.steps import StepsAgent
+from simworld._grading.rewards import parts_reward
 from simworld._running.runner import run_one
 from simworld.errors import ScenarioError
 
@@ -212,13 +213,14 @@ class TestNoTools:
             assert line["stop_reason"] == "agent_stopped" and line["counters"]["tool_calls"] == 0
             assert (line["counters"]["input_tokens"], line["counters"]["output_tokens"]) == (7, 3)
 
-    def test_parts_reward_is_partial_credit(self) -> None:
-        """reward="parts" scores the mean of the per-part scores: a failed gate still earns what it got right."""
+    def test_parts_reward_pays_nothing_without_a_right_attempt(self) -> None:
+        """reward="parts" is the shared definition (simworld._grading.rewards): a model that answers in words and
+        calls no tool made no attempt, so it scores 0 however many parts an untouched world matches."""
         env = load_environment(scenario="waive-small-fee", seeds=0, reward="parts")
         (o,) = evaluate(env, silent_client())
-        parts = o["simworld"]["parts"]
-        assert o["reward"] == pytest.approx(sum(parts.values()) / len(parts))
-        assert o["metrics"]["passed"] == 0.0 and 0.0 < o["reward"] < 1.0
+        line = o["simworld"]
+        assert o["reward"] == parts_reward(line) == 0.0 and sum(line["parts"].values()) > 0.0
+        assert o["metrics"]["passed"] == 0.0 and o["metrics"]["total"] == 0.0
 
 
 class TestEdges:

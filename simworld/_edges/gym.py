@@ -28,12 +28,18 @@ log are ``simworld run``'s: the same actions give byte-identical results.
 The episode is **terminated** when a terminal tool (finish, escalate, request_information,
 decline) ends it or the agent stops, **truncated** when the scenario's ``max_steps`` or
 ``timeout_s`` runs out. Rewards are sparse: 0 on every step but the last, whose reward is
-chosen by ``reward``:
+chosen by ``reward`` (one definition, shared with the verifiers environment:
+:mod:`simworld._grading.rewards`):
 
-- ``"total"`` (default): the result's ``total``, 0 on a failed gate, else the weighted partial credit;
+- ``"total"`` (default): the result's ``total``, 0 on a failed gate (a wrong outcome class or none,
+  a forbidden change, an unauthorised action, a wrong recipient), else the weighted partial credit;
 - ``"passed"``: 1.0 if every check passed, else 0.0;
-- ``"parts"``: the mean of the per-part scores (outcome, state, steps, ...), partial credit even
-  when a gate fails: a denser signal for shaping;
+- ``"parts"``: partial credit for a *right attempt* only: an episode that reached the right outcome
+  class, harmed nothing and made every call the scenario requires scores the plain mean of its
+  non-gate parts (steps, state, money, comms, ...), each the share of its checks passed; anything
+  else scores 0. Denser than ``passed`` (a right attempt with a wrong figure earns most of its
+  credit) without paying for doing nothing: an agent that stops at once scores 0, a random one
+  only the episodes it passes by chance (``benchmarks/bench_rewards.py`` measures it);
 - a callable ``f(result_line) -> float``.
 
 ``info`` always names the ``scenario``, ``seed``, ``split``, ``category`` and ``step``; the last
@@ -51,6 +57,8 @@ from typing import Any
 
 from simworld._edges.session import Session, missing, suite_grid
 from simworld._episode.episode import Observation
+from simworld._grading.rewards import REWARDS as NAMED_REWARDS
+from simworld._grading.rewards import reward_fn
 from simworld._scenario.scenario import Scenario
 from simworld.errors import ScenarioError
 
@@ -64,8 +72,8 @@ __all__ = ["ENV_ID", "REWARDS", "SimworldEnv", "observation_text"]
 
 #: The id simworld registers with Gymnasium.
 ENV_ID = "simworld/Suite-v0"
-#: The named rewards.
-REWARDS = ("total", "passed", "parts")
+#: The named rewards (see :mod:`simworld._grading.rewards`).
+REWARDS = tuple(NAMED_REWARDS)
 #: Printable ASCII: every observation is JSON with non-ASCII escaped, so this charset holds it.
 CHARSET = "".join(chr(c) for c in range(0x20, 0x7F))
 #: The longest observation and action text the spaces admit.
@@ -76,19 +84,6 @@ MAX_ACTION = 1 << 16
 def observation_text(observation: Observation) -> str:
     """An observation as the environment gives it: canonical JSON text (sorted keys, ASCII-escaped)."""
     return json.dumps(observation.to_json(), ensure_ascii=True, sort_keys=True, separators=(",", ":"))
-
-
-def _reward_fn(reward: str | Callable[[dict[str, Any]], float]) -> Callable[[dict[str, Any]], float]:
-    if callable(reward):
-        return reward
-    if reward == "total":
-        return lambda line: float(line["total"])
-    if reward == "passed":
-        return lambda line: 1.0 if line["passed"] else 0.0
-    if reward == "parts":
-        return lambda line: (sum(line["parts"].values()) / len(line["parts"])) if line["parts"] else 0.0
-    raise ScenarioError(f"reward {reward!r} is unknown; use one of {', '.join(REWARDS)}, or a callable that takes "
-                        "the result line and returns a float.")
 
 
 class SimworldEnv(gymnasium.Env[str, str]):
@@ -113,7 +108,7 @@ class SimworldEnv(gymnasium.Env[str, str]):
             raise ScenarioError(f"render_mode {render_mode!r} is unknown; use None or 'ansi'.")
         self.grid: list[tuple[Scenario, int]] = suite_grid(scenario, seeds, split, suite)
         self.split = split
-        self.reward_fn = _reward_fn(reward)
+        self.reward_fn = reward_fn(reward)
         self.out = out
         self.render_mode = render_mode
         self.observation_space = spaces.Text(MAX_OBSERVATION, min_length=0, charset=CHARSET)

@@ -31,9 +31,11 @@ pins; its GRPO tooling trains on any such environment.
   (``state["simworld"]`` is then the whole result line, the fields ``simworld run`` writes;
   pass ``state_columns=["simworld"]`` to keep it in the outputs). The reward is chosen by
   ``reward``: ``"total"`` (default; 0 on a failed gate, else the weighted partial credit),
-  ``"passed"`` (1.0 or 0.0), ``"parts"`` (the mean of the per-part scores, partial credit even
-  when a gate fails) or a callable of the result line; ``passed``, ``total`` and ``parts`` are
-  always reported as metrics.
+  ``"passed"`` (1.0 or 0.0), ``"parts"`` (the mean of the non-gate parts of a right attempt: the
+  right outcome class, no harm, every required call made; 0 for anything else, so stopping at
+  once or acting at random earns nothing) or a callable of the result line; ``passed``,
+  ``total`` and ``parts`` are always reported as metrics. The named rewards are one definition,
+  shared with the Gymnasium environment (:mod:`simworld._grading.rewards`).
 
 With ``out`` each episode is also written as ``simworld run`` writes it (``events/``,
 ``results.jsonl``; a repeated (scenario, seed) is the next ``trial``), so ``simworld export``,
@@ -52,6 +54,8 @@ import orjson
 from simworld._agents.chat import json_text, opening, resumed, tool_content
 from simworld._edges.session import Session, missing, suite_grid
 from simworld._episode.environment import Environment
+from simworld._grading.rewards import REWARDS as NAMED_REWARDS
+from simworld._grading.rewards import reward_fn
 from simworld._scenario.scenario import Scenario
 from simworld._world.state import canonical_bytes
 from simworld.errors import ScenarioError, exception_text
@@ -64,8 +68,8 @@ except ImportError as exc:  # pragma: no cover - exercised in an environment wit
 
 __all__ = ["REWARDS", "SimworldEnv", "SimworldRubric", "build_dataset", "load_environment", "oai_tools"]
 
-#: The named rewards.
-REWARDS = ("total", "passed", "parts")
+#: The named rewards (see :mod:`simworld._grading.rewards`).
+REWARDS = tuple(NAMED_REWARDS)
 #: The state key that holds an ended rollout's result line.
 RESULT = "simworld"
 #: The answer to a call made after a terminal call in the same message.
@@ -113,22 +117,6 @@ def build_dataset(grid: Sequence[tuple[Scenario, int]], split: str = "dev",
     return Dataset.from_list(rows)
 
 
-def _reward_fn(reward: str | Callable[[dict[str, Any]], float]) -> Callable[[dict[str, Any]], float]:
-    if callable(reward):
-        return reward
-    if reward in REWARDS:
-        return _METRICS[reward]
-    raise ScenarioError(f"reward {reward!r} is unknown; use one of {', '.join(REWARDS)}, or a callable that takes "
-                        "the result line and returns a float.")
-
-
-_METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
-    "passed": lambda line: 1.0 if line["passed"] else 0.0,
-    "total": lambda line: float(line["total"]),
-    "parts": lambda line: (sum(line["parts"].values()) / len(line["parts"])) if line["parts"] else 0.0,
-}
-
-
 class SimworldRubric(vf.Rubric):
     """simworld's grade as a verifiers rubric: the chosen reward (weight 1), and passed, total, parts as metrics.
 
@@ -138,14 +126,14 @@ class SimworldRubric(vf.Rubric):
 
     def __init__(self, reward: str | Callable[[dict[str, Any]], float] = "total", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        chosen = _reward_fn(reward)
+        chosen = reward_fn(reward)
         name = reward if isinstance(reward, str) else getattr(reward, "__name__", "reward")
         if not isinstance(reward, str) and name in REWARDS:
             name = f"custom_{name}"
         self.add_reward_func(_scored(chosen, name), weight=1.0)
         for metric in REWARDS:
             if metric != name:
-                self.add_metric(_scored(_METRICS[metric], metric))
+                self.add_metric(_scored(NAMED_REWARDS[metric], metric))
 
 
 def _scored(fn: Callable[[dict[str, Any]], float], name: str) -> Callable[..., float]:
