@@ -45,7 +45,7 @@ class TestMutants:
         reference = play(Environment(sc, 1), build_agent_factory("reference"))
         ops = {m.operator for m in mutants(sc, reference)}
         assert ops == {"drop-write", "drop-read", "swap-outcome", "swap-order", "paid-write", "round-each", "float",
-                       "foreign-figure", "false-claim"}
+                       "foreign-figure", "false-claim", "free-claim"}
 
     def test_communications_operators_on_a_hand_off(self) -> None:
         """A scenario that files a communication under a customer gets retarget mutants too, and check kills them."""

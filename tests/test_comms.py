@@ -8,7 +8,8 @@ import orjson
 import pytest
 from helpers import ROOT, simworld
 
-from graders.comms import CLAIMS, _claims_made, _dates_in, _money_in
+from graders.claims import statements_checked
+from graders.comms import CLAIMS, _dates_in, _money_in
 
 SEEDS = "0..7"
 
@@ -46,6 +47,12 @@ def _failed_check(lines: list[dict], name: str) -> None:
         assert not line["passed"], line["seed"]
         assert any(c["name"] == name and not c["passed"] for c in line["checks"]), (line["seed"], line["checks"])
 
+
+
+def _claims_made(text: str) -> list[tuple[str, str, str | None]]:
+    """``(class, clause, currency)`` for each affirmative claim (done or will) the reader finds in ``text``."""
+    return [(s.claim, s.clause, None if s.currency == "new" else s.currency)
+            for s in statements_checked(text) if s.mode in ("done", "will")]
 
 class TestTheFiveMisses:
     def test_payoff_figure_sent_to_another_customer(self, tmp_path: Path) -> None:
