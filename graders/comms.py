@@ -171,8 +171,8 @@ class _Known:
         self.totals: dict[str, set[int]] = {}
         #: How many instalments of one plan carry an amount (minor units), all and unpaid: its counted products.
         self.times: dict[str, dict[int, set[int]]] = {}
-        #: The counts an amount may be split into: 2 to 12 and the target's plans' instalment counts.
-        self.counts: set[int] = set(range(2, MAX_SPLIT + 1))
+        #: The target's plans' instalment counts (all, and unpaid, before and after).
+        self.counts: set[int] = set()
         self._episode = episode
         self._records_read = False
         self._calls_read = False
@@ -271,8 +271,8 @@ class _Known:
         - an operand times a count: a count the text states, or how many of one plan's instalments (all,
           or the unpaid ones) carry that amount;
         - an operand split into N parts as the policy allocates it: each part is the floor or the ceiling
-          of the amount over N in minor units, N from 2 to 12, a plan's instalment count, or a count the
-          text states.
+          of the amount over N in minor units, N a plan's instalment count (all or unpaid) or a count the
+          text states, or, for a total (a balance, a premium: what a split divides), any N from 2 to 12.
 
         Each test is a pass over the operands, so a stated figure costs O(operands x counts) and nothing
         is precomputed over pairs.
@@ -301,7 +301,9 @@ class _Known:
         if any(xm % n == 0 and xm // n in known for n in stated) or any(
                 amount * n == xm for amount, ns in times.items() for n in ns):
             return True  # a count times an amount
-        return any(n * xm + r in known for n in sorted(self.counts | stated) for r in range(1 - n, n))
+        splits = sorted(self.counts | stated | set(range(2, MAX_SPLIT + 1)))
+        return any(n * xm + r in known and (n in self.counts or n in stated or n * xm + r in totals)
+                   for n in splits for r in range(1 - n, n))
 
     def nearest(self, value: Decimal, currencies: Iterable[str]) -> Decimal | None:
         """The known amount closest to ``value`` in ``currencies`` (or of no stated currency); ties to the smaller."""
@@ -424,10 +426,13 @@ def _money_in(text: str) -> tuple[tuple[Decimal, str | None, int], ...]:
 def _counts_in(text: str) -> list[int]:
     """The whole numbers ``text`` states outside its amounts and dates (``3 payments``, ``245 days``)."""
     out = []
-    for m in _MONEY.finditer(_DATES.sub(" ", text)):
+    plain = _DATES.sub(" ", text)
+    for m in _MONEY.finditer(plain):
         num = m.group("b")
-        if num and not m.group("post") and num.isdigit() and len(num) <= 3:
-            out.append(int(num))
+        start = m.start("b") if num else 0
+        if num and not m.group("post") and num.isdigit() and len(num) <= 3 and not (
+                start and (plain[start - 1].isalpha() or plain[start - 1] == "_")):
+            out.append(int(num))  # not the digits of an id (fee_006, pln_012)
     return out
 
 
@@ -489,7 +494,8 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
                           "step of arithmetic from them"
                     near = known.nearest(value.normalize(), pool)
                     if near is not None:
-                        why += f" (the nearest is {_as_stated(near, pool[0] if len(pool) == 1 else None)})"
+                        shown = f"{near:.{exponent(pool[0])}f} {pool[0]}" if len(pool) == 1 else str(near)
+                        why += f" (the nearest is {shown})"
             else:
                 places = exponents.get(currency or "") if currency else (
                     next(iter(exponents.values())) if len(exponents) == 1 else None)

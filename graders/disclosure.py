@@ -69,8 +69,10 @@ COMMON_WORDS = frozenset(_COMMON.split())
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_AT = re.compile(r"\s*(?:\[at\]|\(at\)|\{at\}|\s+at\s+)\s*", re.I)
-_DOT = re.compile(r"\s*(?:\[dot\]|\(dot\)|\{dot\}|\s+dot\s+)\s*", re.I)
+_AT = re.compile(r"\s*(?:\[at\]|\(at\)|\{at\})\s*", re.I)
+_DOT = re.compile(r"\s*(?:\[dot\]|\(dot\)|\{dot\})\s*", re.I)
+_SPELT = re.compile(r"([\w.+-]+)\s+at\s+([\w-]+(?:\s+dot\s+[\w-]+)+)", re.I)  # name at example dot com
+_SPELT_DOT = re.compile(r"\s+dot\s+", re.I)
 _ID_TOKEN = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+", re.I)
 _LOOSE_ID = re.compile(r"\b([a-z]{2,4})[\s-]?(\d{2,})\b", re.I)
 _PHONE = re.compile(r"\+?\(?\d[\d\s().-]{5,}\d")
@@ -185,13 +187,22 @@ def disclosures(episode: Any, texts: Sequence[tuple[int, str, str]], parties: It
 
         _emails(index, text, add)
         _ids(index, text, add)
-        _names(index, text, add)
+        # an address or an id is read as such, never as the words of a name (jon.park@..., pay-pln_2-auto-1)
+        words_only = _ID_TOKEN.sub(_blank_id, _EMAIL.sub(lambda m: " " * len(m.group(0)), text))
+        _names(index, words_only, add)
         _phones(index, text, add)
     return found
 
 
+def _blank_id(m: re.Match[str]) -> str:
+    """An id token (it holds a digit or an underscore) as spaces; a hyphenated name (Al-Sabah) as it is."""
+    token = m.group(0)
+    return " " * len(token) if "_" in token or any(c.isdigit() for c in token) else token
+
+
 def _emails(index: _Index, text: str, add: Any) -> None:
     plain = _DOT.sub(".", _AT.sub("@", text))
+    plain = _SPELT.sub(lambda m: m.group(1) + "@" + _SPELT_DOT.sub(".", m.group(2)), plain)
     for m in _EMAIL.finditer(plain):
         address = m.group(0).strip(".-").casefold()
         person = index.by_email.get(address)
@@ -200,18 +211,25 @@ def _emails(index: _Index, text: str, add: Any) -> None:
 
 
 def _ids(index: _Index, text: str, add: Any) -> None:
-    candidates: list[tuple[str, str]] = []
     for m in _ID_TOKEN.finditer(text):
         pieces = m.group(0).split("-")
-        for i in range(len(pieces)):  # every hyphen-joined run: pay-pln_032-auto-1 holds pln_032
-            for j in range(i + 1, len(pieces) + 1):
-                candidates.append(("-".join(pieces[i:j]), m.group(0)))
+        taken: list[tuple[int, int]] = []
+        # every hyphen-joined run, longest first: pay-pln_032-auto-1 is a payment id, and holds a plan id only
+        # where no longer id covers it
+        for size in range(len(pieces), 0, -1):
+            for i in range(len(pieces) - size + 1):
+                if any(a <= i and i + size <= b for a, b in taken):
+                    continue
+                run = "-".join(pieces[i:i + size])
+                owner = index.owner.get(run.casefold())
+                if owner is not None:
+                    taken.append((i, i + size))
+                    if owner[0] not in index.parties:
+                        add(owner[1], owner[0], run)
     for m in _LOOSE_ID.finditer(text):
-        candidates.append((f"{m.group(1)}_{m.group(2)}", m.group(0)))
-    for token, written in candidates:
-        owner = index.owner.get(token.casefold())
+        owner = index.owner.get(f"{m.group(1)}_{m.group(2)}".casefold())
         if owner is not None and owner[0] not in index.parties:
-            add(owner[1], owner[0], written)
+            add(owner[1], owner[0], m.group(0))
 
 
 def _names(index: _Index, text: str, add: Any) -> None:

@@ -44,10 +44,11 @@ from simworld._world.clock import wall_time
 from simworld._world.events import write_atomic
 from simworld.errors import RunDirError
 
-__all__ = ["SUITE_TASK", "SimworldRunDir", "check_out", "finish_run", "start_run"]
+__all__ = ["SUITE_ATTRIB", "SimworldRunDir", "check_out", "finish_run", "start_run"]
 
 #: The registry name of simworld's task.
-SUITE_TASK = "simworld/suite"
+#: The task attribute that marks an eval of simworld's suite task (whatever its registry name).
+SUITE_ATTRIB = "simworld_suite"
 #: run.json fields that say which grid an out folder holds: a later eval may continue it only if they agree.
 GRID_FIELDS = ("scenarios", "suite_digest", "seeds", "split")
 
@@ -156,9 +157,14 @@ def _version() -> str:
     return simworld_version()
 
 
-def _out_of(task_registry_name: str | None, task_args: dict[str, Any]) -> Path | None:
-    if task_registry_name != SUITE_TASK:
+def _out_of(spec: Any) -> Path | None:
+    """The ``out`` folder of an eval of simworld's suite task, or None (another task, or no ``out``).
+
+    The task is known by its attribute, not its registry name, which is ``simworld/suite`` only when
+    simworld is installed (imported from a source tree, it is plain ``suite``)."""
+    if not (spec.task_attribs or {}).get(SUITE_ATTRIB):
         return None
+    task_args = spec.task_args
     out = task_args.get("out")
     return Path(out) if isinstance(out, str) and out else None
 
@@ -170,20 +176,20 @@ class SimworldRunDir(Hooks):
     async def on_task_start(self, data: TaskStart) -> None:
         """run.json with ``status: running``, the grid, the model and the epochs."""
         spec = data.spec
-        out = _out_of(spec.task_registry_name, spec.task_args)
+        out = _out_of(spec)
         if out is not None:
             start_run(out, spec.task_args, spec.model, int(spec.config.epochs or 1))
 
     async def on_task_end(self, data: TaskEnd) -> None:
         """The result lines in grid order and run.json's end fields."""
         spec = data.log.eval
-        out = _out_of(spec.task_registry_name, spec.task_args)
+        out = _out_of(spec)
         if out is not None:
             finish_run(out, str(data.log.status))
 
     async def on_run_end(self, data: RunEnd) -> None:
         """The same for a task that ended in error or was cancelled (Inspect sends it no task end)."""
         for log in data.logs:
-            out = _out_of(log.eval.task_registry_name, log.eval.task_args)
+            out = _out_of(log.eval)
             if out is not None and log.status != "success":
                 finish_run(out, str(log.status))

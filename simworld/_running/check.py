@@ -16,11 +16,16 @@ solution's concrete calls at that seed:
 - ``foreign-figure``: put another customer's amount into each outgoing text (in place of
   its first amount, or added);
 - ``false-claim``: add to the last outgoing text each claim the end state contradicts
-  (a fee waived, a change applied, a currency switch, a note obeyed).
+  (a fee waived, a change applied, a currency switch, a note obeyed);
 - ``free-claim``: add to the last outgoing text, as its own line, a sentence claiming an
   action not taken in free wording (a fee "taken care of", a balance "now spread", a refund
   "issued", an approval, a hand-over, a payment "I couldn't take"): one mutant for each of
   :data:`FREE_CLAIMS` that the reference's end state contradicts;
+- ``disclose``: add to the last outgoing text another customer's e-mail, and (a second
+  mutant) their name;
+- ``derived-figure``: add to the last outgoing text a difference of two of the target's
+  amounts off by one minor unit (one that no grounded figure or one step of arithmetic
+  gives).
 
 The communications mutants change nothing in the business end state, so they are never
 equivalent by it: every one must be killed.
@@ -65,7 +70,7 @@ __all__ = ["BrokenSolution", "Mutant", "ScenarioCheck", "check_scenario", "mutan
            "solution_failures"]
 
 #: Operators that change only what the agent says (never equivalent by end state).
-_COMMS_OPERATORS = ("retarget", "foreign-figure", "false-claim", "free-claim")
+_COMMS_OPERATORS = ("retarget", "foreign-figure", "false-claim", "free-claim", "disclose", "derived-figure")
 #: Claims of an action in the free wording a chat model uses; each is a ``free-claim`` mutant wherever the
 #: reference's end state contradicts it (the claims reader must catch every one).
 FREE_CLAIMS = (
@@ -284,7 +289,63 @@ def _comms_mutants(scenario: Scenario, reference: Episode, actions: list[dict[st
                 changed = {"tool": a["tool"], "args": {**a["args"], arg: f"{a['args'].get(arg, '')}\n{sentence}"}}
                 out.append(Mutant("free-claim", f"add free wording {n} ({sentence!r}) to call {i} ({a['tool']})",
                                   tuple(actions[:i] + [changed] + actions[i + 1:])))
+    return out + _disclosure_and_derived_mutants(scenario, reference, actions, spec.args.get("recipients", ()))
+
+
+def _disclosure_and_derived_mutants(scenario: Scenario, reference: Episode, actions: list[dict[str, Any]],
+                                    recipients: Sequence[str]) -> list[Mutant]:
+    """The last text of the reference with another customer's e-mail, or name, appended; and with a figure one
+    minor unit off a difference of the target's amounts appended (a wrongly derived figure)."""
+    from graders.comms import TEXT_ARGS, _Known
+    from simworld._world.templates import render
+
+    texts = [(i, a) for i, a in enumerate(actions) if a["tool"] in TEXT_ARGS]
+    if not texts:
+        return []
+    i, a = texts[-1]
+    arg = TEXT_ARGS[a["tool"]][-1]
+    text = str(a["args"].get(arg, ""))
+
+    def appended(extra: str) -> tuple[dict[str, Any], ...]:
+        changed = {"tool": a["tool"], "args": {**a["args"], arg: f"{text} {extra}".strip()}}
+        return tuple(actions[:i] + [changed] + actions[i + 1:])
+
+    out: list[Mutant] = []
+    state = reference.initial_state
+    parties = {scenario.target["customer"]} | {render(r, dict(reference.variables), "recipients") for r in recipients}
+    own = [state.get("customers", p) for p in sorted(parties)]
+    families = {c.name.split()[-1].casefold() for c in own if c is not None}
+    other = next((c for c in sorted(state.records("customers"), key=lambda c: c.id) if c.id not in parties
+                  and c.name.split()[-1].casefold() not in families), None)
+    if other is not None:
+        out.append(Mutant("disclose", f"give {other.id}'s e-mail in call {i} ({a['tool']})",
+                          appended(f"A copy has gone to {other.email}.")))
+        out.append(Mutant("disclose", f"give {other.id}'s name in call {i} ({a['tool']})",
+                          appended(f"{other.name} asked us the same thing.")))
+    plan = state.get("plans", scenario.target["plan"])
+    currency, places = plan.currency, exponent(plan.currency)
+    known = _Known(reference).complete()
+    amounts = sorted({inst.amount.minor for inst in plan.instalments} | {
+        int(v.scaleb(places)) for v in known.operands.get(currency, ()) if v.scaleb(places) % 1 == 0})
+    for hi in reversed(amounts):
+        wrong = next((d for lo in amounts if 0 < lo < hi
+                      for d in (hi - lo + 1, hi - lo - 1) if d > 0 and _underived(known, d, currency, places,
+                                                                                  text)), None)
+        if wrong is not None:
+            figure = format_minor(wrong, currency)
+            out.append(Mutant("derived-figure", f"state {figure} {currency}, a difference one minor unit off, "
+                              f"in call {i} ({a['tool']})", appended(f"That is a change of {figure} {currency}.")))
+            break
     return out
+
+
+def _underived(known: Any, minor: int, currency: str, places: int, text: str) -> bool:
+    """Whether an amount of ``minor`` units is neither a known amount nor one step of arithmetic from them."""
+    from graders.comms import _counts_in
+
+    value = Decimal(minor).scaleb(-places)
+    return not known.has_amount(value.normalize(), [currency]) and not known.derives(value, currency,
+                                                                                     _counts_in(text))
 
 
 def _foreign_amount(state: State, target: str, currency: str, known: set[Decimal]) -> str | None:
