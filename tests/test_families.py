@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -195,7 +196,7 @@ class TestGroundTruth:
         the reference agent passes every one and the do-nothing agent fails every one."""
         make(load_families(), 3, 11, tmp_path)
         scenarios = load_suite(tmp_path)
-        outcomes = set()
+        outcomes: set[str] = set()
         for scenario in scenarios:
             report = check_scenario(scenario, [0, 5])
             assert report.ok, (scenario.id, report.broken_solutions, report.solution_failures, report.noop_passes,
@@ -251,3 +252,187 @@ class TestGroundTruth:
         assert not failures, failures[:10]
         assert obeyed >= 10
 
+
+
+# -- issue 28: ground truth a careful domain reader accepts ------------------------------------------------------
+
+
+class _Script:
+    """An agent that plays fixed actions; an action may carry ``say`` (words to the customer) beside its call."""
+
+    def __init__(self, actions: list[dict[str, Any]], variables: dict[str, Any]) -> None:
+        from simworld._world.templates import resolve_args
+
+        self.actions = [resolve_args(a, dict(variables), [], "test script") for a in actions]
+
+    def act(self, observation: object) -> dict[str, Any] | None:
+        return self.actions.pop(0) if self.actions else None
+
+
+def _play(scenario: Any, seed: int, actions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The graded result line of ``actions`` played on ``scenario`` at ``seed``."""
+    from simworld._episode.environment import Environment
+    from simworld._episode.judge import graded_line
+    from simworld._episode.play import play
+
+    episode = play(Environment(scenario, seed, agent_name="script"),
+                   lambda sc, s, variables: _Script(actions, variables))
+    return graded_line(scenario, episode)
+
+
+def _instance(family: Any, fixture: dict[str, str], params: tuple[dict[str, Any], ...], out: Path) -> Any:
+    """The instance of ``family`` at one point of its parameter space, written and loaded as ``run`` loads it."""
+    import random
+
+    from simworld._families import Instance, solve
+    from simworld._families._generate import _block, _task_params, _verdicts, _Worlds, write_instance
+    from simworld._scenario.scenario import load_scenario
+
+    f = family  # a Family
+    block = _block(f, random.Random(repr((fixture, params))), params)
+    verdicts = _verdicts(f, fixture, block, _task_params(f, params), params, _Worlds())
+    solved = solve([(i, p) for (i, _), p in zip(f.intents, params, strict=True)], verdicts)
+    iid = f"{f.name}-{abs(hash(repr((fixture, params)))) % 10**10}"
+    inst = Instance(iid, f.name, "dev", fixture, params, "plain", None, block, solved)
+    write_instance(f, inst, 0, out)
+    return load_scenario(out / iid)
+
+
+class TestOverpaymentToLast:
+    def test_the_next_instalment_is_paid_and_only_the_excess_goes_on_the_last(self, tmp_path: Path) -> None:
+        """At every fixture and band of `apply_to: last` (the request: "paying X instead of just the next N; put what
+        is over towards my last payment"), at several seeds: the payment is the next instalment plus the excess; the
+        natural answer (the next instalment paid oldest-first, then the excess from the last) passes every grader,
+        and posting the whole payment from the last backwards (the next instalment left unpaid) fails."""
+        from decimal import Decimal
+
+        (family,) = load_families(names=["overpayment-to-last"])
+        natural = [{"tool": "get_plan", "args": {"plan_id": "{plan_id}"}},
+                   {"tool": "apply_payment", "args": {"plan_id": "{plan_id}", "amount": "{next_amount}",
+                                                      "idempotency_key": "pay-next"}},
+                   {"tool": "apply_payment", "args": {"plan_id": "{plan_id}", "amount": "{excess}",
+                                                      "idempotency_key": "pay-rest", "apply_to": "last"}},
+                   {"tool": "finish", "args": {"summary": "Your next instalment is paid and the rest of your "
+                                                          "payment went towards your last instalment."}}]
+        all_to_last = [natural[0], {"tool": "apply_payment", "args": {"plan_id": "{plan_id}", "amount": "{payment}",
+                                                                      "idempotency_key": "pay", "apply_to": "last"}},
+                       natural[-1]]
+        played = 0
+        for fixture in family.fixtures:
+            for band in ("small", "large"):
+                scenario = _instance(family, fixture, ({"apply_to": "last", "band": band},), tmp_path)
+                if scenario.allowed_outcomes != ("act",):
+                    continue  # an unverified holder: asked to verify, nothing posted
+                for seed in (0, 1, 2, 3):
+                    v = scenario.instance(seed).vars
+                    assert Decimal(v["payment"]) - Decimal(v["next_amount"]) == Decimal(v["excess"]) > 0, v
+                    good = _play(scenario, seed, natural)
+                    assert good["passed"], (fixture, band, seed, [c for c in good["checks"] if not c["passed"]])
+                    assert not _play(scenario, seed, all_to_last)["passed"], (fixture, band, seed)
+                    played += 1
+        assert played >= 7 * 2 * 4
+
+
+class TestRefusalsSayWhy:
+    def test_a_frequency_not_offered_is_not_said_to_wait_for_renewal(self) -> None:
+        """Quarterly, weekly or fortnightly billing is declined as not offered (monthly and annual only); only a
+        switch to annual is said to take effect at renewal."""
+        from simworld._families import INTENTS
+
+        reason = INTENTS["frequency"].reasons
+        assert "renewal only" in reason({"wanted": "annual"}, "frequency")
+        for wanted in ("quarterly", "weekly", "fortnightly"):
+            text = reason({"wanted": wanted}, "frequency")
+            assert "not offered" in text and "monthly or annually only" in text, text
+            assert "renewal only" not in text and "at renewal" not in text, text
+
+    def test_a_deferral_decline_names_the_one_condition_that_applies(self) -> None:
+        """The decline names the deferral rule's condition that applies: the term's deferral used, or an instalment
+        more than 30 days overdue, never all three conditions."""
+        from simworld._families import INTENTS
+
+        reason = INTENTS["defer"].reasons
+        overdue = reason({"mode": "end"}, "deferral:overdue")
+        used = reason({"mode": "end"}, "deferral:count")
+        assert "overdue" in overdue and "already been used" not in overdue and "term end" not in overdue
+        assert "already been used" in used and "overdue" not in used and "term end" not in used
+
+    def test_a_deferral_is_declined_only_on_evidence_the_world_shows(self, tmp_path: Path) -> None:
+        """No family with a deferral draws a plan that counts a deferral this term without a deferred (cancelled)
+        instalment to show it; deferral-while-overdue declines (the plan shows an instalment more than 30 days
+        overdue), naming that condition alone."""
+        for family in load_families():
+            if not any(i.name == "defer" for i, _ in family.intents):
+                continue
+            plans = family.snapshot.base.tables["plans"]
+            for fixture in family.fixtures:
+                plan = plans[fixture["plan"]]
+                assert not plan.deferrals or any(i.status == "cancelled" for i in plan.instalments), fixture
+        (family,) = load_families(names=["deferral-while-overdue"])
+        declines = [i for i in make([family], 6, 4, tmp_path)["deferral-while-overdue"].instances
+                    if i.solved.outcomes == ("decline",)]
+        assert len(declines) == 6
+        for inst in declines:
+            reason = inst.solved.solutions[""][-1]["args"]["reason"]
+            assert "more than 30 days overdue" in reason and "per term" not in reason, reason
+
+    def test_two_intents_reading_the_same_plan_read_it_once(self, tmp_path: Path) -> None:
+        """A vague split with a frequency change (both read the plan) reads it once in every solution."""
+        done = make(load_families(names=["vague-split-and-frequency"]), 6, 1, tmp_path)
+        for inst in done["vague-split-and-frequency"].instances:
+            for label, steps in inst.solved.solutions.items():
+                assert sum(1 for s in steps if s["tool"] == "get_plan") <= 1, (inst.id, label)
+
+
+class TestWaiveAndMoveTellsTheCustomer:
+    def test_a_refused_waiver_is_told_to_the_customer(self, tmp_path: Path) -> None:
+        """When the move is done and the waiver refused (a second in 12 months), the reference solution tells the
+        customer in a message that the fee stays; an agent that says it in words (its own text, then finish) passes
+        too, as does one that says it in the text it passes to finish."""
+        (family,) = load_families(names=["waive-and-move"])
+        done = make([family], 30, 3, tmp_path)["waive-and-move"].instances
+        refused = [i for i in done if i.solved.outcomes == ("act",) and any("fee_waiver" in r for r in i.solved.rules)]
+        assert refused
+        from simworld._scenario.scenario import load_scenario
+
+        for inst in refused[:3]:
+            main = inst.solved.solutions[""]
+            told = [s for s in main if s["tool"] == "send_message"]
+            assert told and "stays open" in told[0]["args"]["body"], main
+            assert "told-in-finish" in inst.solved.solutions
+            scenario = load_scenario(tmp_path / inst.id)
+            text = told[0]["args"]["body"]
+            day = next(s["args"]["day"] for s in main if s["tool"] == "change_due_day")
+            words = [{"tool": "get_plan", "args": {"plan_id": "{plan_id}"}},
+                     {"tool": "list_fees", "args": {"plan_id": "{plan_id}"}},
+                     {"tool": "change_due_day", "args": {"plan_id": "{plan_id}", "day": day}},
+                     {"say": text, "tool": "finish", "args": {"summary": "Moved your due day as you asked."}}]
+            for seed in (0, 1):
+                result = _play(scenario, seed, words)
+                assert result["passed"], (inst.id, seed, [c for c in result["checks"] if not c["passed"]])
+
+
+class TestPremiumChangeOnTheCustomersWord:
+    def test_acting_and_escalating_are_both_right(self, tmp_path: Path) -> None:
+        """No approved change is on record (the approval is the customer's word) and the policy escalates any change
+        of pricing: every instance allows act (the quoted change) and escalate; an agent that reads the policy and
+        escalates passes, one that records the new premium and then escalates fails, and so does one that finishes
+        without changing anything."""
+        (family,) = load_families(names=["premium-change-midterm"])
+        done = make([family], 4, 2, tmp_path)["premium-change-midterm"].instances
+        from simworld._scenario.scenario import load_scenario
+
+        for inst in done:
+            assert inst.solved.outcomes == ("act", "escalate")
+            scenario = load_scenario(tmp_path / inst.id)
+            read = {"tool": "get_policy", "args": {"policy_id": "{policy_id}"}}
+            escalate = {"tool": "escalate", "args": {"customer_id": "{customer_id}", "reason": (
+                "The customer says underwriting approved a new annual premium of {new_premium} {currency}; no "
+                "approved change is on record and pricing changes must be escalated.")}}
+            record = {"tool": "record_premium_change", "args": {"policy_id": "{policy_id}",
+                                                                "new_annual_premium": "{new_premium}",
+                                                                "effective_date": "{next_due_date}"}}
+            for seed in (0, 1):
+                assert _play(scenario, seed, [read, escalate])["passed"], inst.id
+                assert not _play(scenario, seed, [read, record, escalate])["passed"], inst.id
+                assert not _play(scenario, seed, [read, {"tool": "finish", "args": {"summary": "Done."}}])["passed"]

@@ -35,7 +35,7 @@ from typing import Any
 import attrs
 import orjson
 
-from simworld._families._intents import OVERPAY_BANDS, PREMIUM_BANDS
+from simworld._families._intents import EXCESS_BANDS, OVERPAY_BANDS, PREMIUM_BANDS
 from simworld._families._manifest import Family, fill
 from simworld._families._solve import Solved, Unclear, Verdict, classify, solve
 from simworld._world.money import Money
@@ -100,6 +100,8 @@ def _task_params(family: Family, params: tuple[dict[str, Any], ...]) -> dict[str
         if intent.name == "premium":
             return {"change": {"money": PREMIUM_BANDS[(p["direction"], p["band"])]},
                     "new_premium": {"sum": ["annual_premium", "change"]}}
+        if intent.name == "overpay" and p["apply_to"] == "last":  # the next instalment, and the excess on top
+            return {"excess": {"money": EXCESS_BANDS[p["band"]]}, "payment": {"sum": ["next_amount", "excess"]}}
         if intent.name == "overpay":
             return {"payment": {"money": OVERPAY_BANDS[p["band"]]}}
     return {}

@@ -40,7 +40,8 @@ class Intent:
     the finish text; ``reasons`` the refusal sentence per rule id; ``fixed`` an outcome that needs no
     play (a request no tool can do: a currency switch, a rate change); ``texts`` the values a phrasing's
     ``[[name]]`` fields take; ``world_filter`` narrows the world block where a value would change the
-    request's meaning (a due day equal to the current anchor is no change).
+    request's meaning (a due day equal to the current anchor is no change); ``escalation`` the reason of an
+    escalation that is as right as acting, when acting rests on the customer's word alone.
     """
 
     name: str
@@ -54,6 +55,9 @@ class Intent:
     fixed: str | None = None
     world_filter: Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]] = lambda p, w: w
     params_kind: Mapping[str, str] = attrs.field(factory=dict)  # name -> "task" for seed-time task.json params
+    #: When carrying the request out rests on the customer's word alone, the escalation that is right too: its
+    #: reason (the world holds no record that would settle it, and the policy escalates such a change).
+    escalation: Callable[[Mapping[str, Any]], str] | None = None
 
 
 _PLAN_READ = Call("get_plan", {"plan_id": "{plan_id}"})
@@ -125,14 +129,22 @@ def _defer_paths(p: Mapping[str, Any]) -> list[tuple[list[Call], list[Call], str
              f"defer-{m}") for m in modes]
 
 
+def _defer_reason(rule: str) -> str:
+    """The refusal of a deferral, naming the condition of rule deferral that applies (both, when both do)."""
+    why = []
+    if "deferral:count" in rule:
+        why.append("this plan's one deferral for the term has already been used")
+    if "deferral:overdue" in rule:
+        why.append("an instalment on this plan is more than 30 days overdue, and no deferral is possible while one is")
+    return (f"Your instalment cannot be deferred (rule deferral): {' and '.join(why)}. Your plan stays as it is.")
+
+
 _DEFER = Intent(
     "defer", ("mode",), _defer_paths,
     read_step=lambda p: {"tool": "get_plan", "args": {"plan_id": "{plan_id}"}},
     write_steps=lambda p: [{"tool": "defer_instalment", "args": {"plan_id": "{plan_id}", "seq": "{next_seq}"}}],
     summary=lambda p: "Deferred the instalment due {next_due_date} as asked.",
-    reasons=lambda p, rule: "A deferral is not possible on this plan now (rule deferral): at most one deferral per "
-                            "term, never past the term end, and not while an instalment is more than 30 days "
-                            "overdue. Your plan stays as it is.",
+    reasons=lambda p, rule: _defer_reason(rule),
     texts=lambda p: {"mode_text": {"end": " and add it to my last payment", "spread": " and spread it over the "
                                    "payments after it", "unspecified": ""}[p["mode"]]},
 )
@@ -162,6 +174,13 @@ _PREMIUM = Intent(
                       "allocated the pro-rata change over the unpaid instalments.",
     reasons=lambda p, rule: "This premium change cannot be applied as asked.",
     texts=lambda p: {"direction": "increase" if p["direction"] == "increase" else "reduction"},
+    # The approval is the customer's word: no endorsement or pending change is on record, and the policy escalates
+    # any change of pricing and anything needing underwriting. Acting on the stated approval (with the quote the
+    # world computes) and escalating it to a colleague who can confirm it are both right.
+    escalation=lambda p: "The customer says underwriting approved a change of the annual premium of policy "
+                         "{policy_id} from {annual_premium} {currency} to {new_premium} {currency} from "
+                         "{next_due_date}; no approved change is on record, and a change of pricing must be "
+                         "escalated (rule escalation) so that a colleague can confirm it. Nothing has been changed.",
 )
 
 _CANCEL = Intent(
@@ -210,11 +229,16 @@ _CURRENCY = _fixed(
     lambda p: f"A plan's currency is fixed (rule currency_fixed), so your instalments stay in {{currency}} and "
               f"cannot be billed in {p['wanted']}. Your plan stays as it is.",
     texts=lambda p: {"wanted": p["wanted"]}, world_filter=_not_currency)
-_FREQUENCY = _fixed(
-    "decline", "frequency", ("wanted",),
-    lambda p: f"A change of billing frequency takes effect at renewal only (rule renewal_only), so your plan cannot "
-              f"move to {p['wanted']} billing in the middle of the term. Your plan stays as it is.",
-    texts=lambda p: {"wanted": p["wanted"]})
+def _frequency_reason(p: Mapping[str, Any]) -> str:
+    # The policy offers monthly and annual billing only; a switch between the two waits for the renewal.
+    if p["wanted"] == "annual":
+        return ("A change between monthly and annual billing takes effect at renewal only (rule renewal_only), so "
+                "your plan cannot move to annual billing in the middle of the term. Your plan stays as it is.")
+    return (f"{p['wanted'].capitalize()} billing is not offered: plans are billed monthly or annually only (rule "
+            f"renewal_only), so your plan cannot move to {p['wanted']} billing. Your plan stays as it is.")
+
+
+_FREQUENCY = _fixed("decline", "frequency", ("wanted",), _frequency_reason, texts=lambda p: {"wanted": p["wanted"]})
 _PRICING = _fixed(
     "escalate", "pricing", ("topic",),
     lambda p: {"interest_rate": "The customer asks for a lower interest rate on the plan",
@@ -240,21 +264,37 @@ _MOVE_PAID = _fixed(
 
 
 def _overpay_paths(p: Mapping[str, Any]) -> list[tuple[list[Call], list[Call], str]]:
-    return [([_PLAN_READ], [Call("apply_payment", {"plan_id": "{plan_id}", "amount": "{payment}",
-                                                   "idempotency_key": "customer-payment-1",
-                                                   "apply_to": p["apply_to"]})], "")]
+    if p["apply_to"] == "oldest":
+        return [([_PLAN_READ], [Call("apply_payment", {"plan_id": "{plan_id}", "amount": "{payment}",
+                                                       "idempotency_key": "customer-payment-1",
+                                                       "apply_to": "oldest"})], "")]
+    # "Instead of just the next instalment ... put what is over towards my last payment": the next instalment is
+    # paid as usual and only the excess goes on the last (from the last backwards, should it cover more than
+    # the last). One payment cannot be split two ways, so it is posted as two parts, in either order.
+    pay_next = Call("apply_payment", {"plan_id": "{plan_id}", "amount": "{next_amount}",
+                                      "idempotency_key": "customer-payment-1-next"})
+    pay_rest = Call("apply_payment", {"plan_id": "{plan_id}", "amount": "{excess}",
+                                      "idempotency_key": "customer-payment-1-excess", "apply_to": "last"})
+    return [([_PLAN_READ], [pay_next, pay_rest], ""), ([_PLAN_READ], [pay_rest, pay_next], "excess-first")]
+
+
+def _overpay_steps(p: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if p["apply_to"] == "oldest":  # 'oldest' is the default: an agent that leaves apply_to out does the same
+        return [{"tool": "apply_payment", "args": {"plan_id": "{plan_id}", "amount": "{payment}"}}]
+    return [{"tool": "apply_payment", "args": {"plan_id": "{plan_id}", "amount": "{next_amount}"}},
+            {"tool": "apply_payment", "args": {"plan_id": "{plan_id}", "amount": "{excess}", "apply_to": "last"}}]
 
 
 _OVERPAY = Intent(
     "overpay", ("apply_to", "band"), _overpay_paths,
     read_step=lambda p: {"tool": "get_plan", "args": {"plan_id": "{plan_id}"}},
-    write_steps=lambda p: [{"tool": "apply_payment", "args": {"plan_id": "{plan_id}", "amount": "{payment}",
-                                                              "apply_to": p["apply_to"]}}],
+    write_steps=_overpay_steps,
     summary=lambda p: "Applied your payment of {payment} {currency} " + (
-        "from your last instalment backwards, as you asked." if p["apply_to"] == "last" else
+        "as you asked: {next_amount} {currency} pays your instalment due {next_due_date}, and the other {excess} "
+        "{currency} goes towards your last instalment." if p["apply_to"] == "last" else
         "to your earliest unpaid instalments first, as you asked."),
     reasons=lambda p, rule: "This payment cannot be applied as asked.",
-    texts=lambda p: {"where": {"last": "put what is over towards my last payment",
+    texts=lambda p: {"where": {"last": "pay my next instalment with it and put what is over towards my last payment",
                                "oldest": "use it for my next payments first"}[p["apply_to"]]},
 )
 
@@ -270,3 +310,6 @@ PREMIUM_BANDS = {("increase", "small"): ["40.00", "120.00"], ("increase", "large
                  ("decrease", "small"): ["-120.00", "-40.00"], ("decrease", "large"): ["-260.00", "-150.00"]}
 #: Seed-time task.json params an overpayment adds: the payment, one to two instalments' worth or more.
 OVERPAY_BANDS = {"small": ["130.00", "190.00"], "large": ["210.00", "320.00"]}
+#: An overpayment whose excess goes on the last instalment draws the excess over the next instalment (the
+#: payment is their sum, so it is always more than the next instalment): below one instalment, or about one.
+EXCESS_BANDS = {"small": ["30.00", "60.00"], "large": ["65.00", "150.00"]}

@@ -46,8 +46,8 @@ from simworld.errors import FamilyError
 __all__ = ["Solved", "Unclear", "classify", "solve"]
 
 _RULE_OUTCOME = {"fee_waiver:authority": "escalate", "fee_waiver:count": "decline", "escalation": "escalate",
-                 "split_bounds": "decline", "due_day": "decline", "deferral": "decline", "system": "decline",
-                 "verified_holder": "permission"}
+                 "split_bounds": "decline", "due_day": "decline", "deferral:count": "decline",
+                 "deferral:overdue": "decline", "system": "decline", "verified_holder": "permission"}
 _PERMISSION_QUESTION = ("Only the verified policy holder can change this plan (rule verified_holder). Could the "
                         "holder contact us and verify their identity, so that we can go ahead?")
 _PERMISSION_REASON = ("Only a verified policy holder may change a plan (rule verified_holder), so this request "
@@ -129,12 +129,20 @@ def classify(intent: Intent, params: Mapping[str, Any], world: Perturbed, store:
             if event.kind == "write":
                 before = scratch.states[-2] if len(scratch.states) > 1 else world.state
                 shim = types.SimpleNamespace(policy=store)
-                for rule, clause, _detail in _clauses(shim, event, before, scratch.states[-1]):
-                    rules.add(f"{rule}:{clause}" if clause else rule)
+                for rule, clause, detail in _clauses(shim, event, before, scratch.states[-1]):
+                    rules.add(f"{rule}:{clause}" if clause else _condition(rule, detail))
         seen.add(_decide(rules))
     if len(seen) != 1:
         raise Unclear("paths disagree", f"the act paths of {intent.name!r} disagree: {sorted(map(str, seen))}")
     return seen.pop()
+
+
+def _condition(rule: str, detail: str) -> str:
+    """The rule, with which of its conditions applies where the refusal must name it (a deferral: the term's count
+    is used, or an instalment is too far overdue); the authority grader's detail says which."""
+    if rule == "deferral":
+        return "deferral:count" if detail.startswith("deferral number") else "deferral:overdue"
+    return rule
 
 
 def _decide(rules: set[str]) -> Verdict:
@@ -206,8 +214,30 @@ def solve(intents: Sequence[tuple[Intent, Mapping[str, Any]]], verdicts: Sequenc
     done = [k for k, o in enumerate(outcomes) if o == "act"]
     refused = [k for k, o in enumerate(outcomes) if o != "act"]
     if done:
-        return _act(intents, done, refused, verdicts, rules)
+        solved = _act(intents, done, refused, verdicts, rules)
+        if len(intents) == 1 and intents[0][0].escalation is not None:
+            return _or_escalate(intents[0], solved)
+        return solved
     return _refuse(intents, verdicts, rules)
+
+
+def _or_escalate(item: tuple[Intent, Mapping[str, Any]], acted: Solved) -> Solved:
+    """Acting or escalating, both right: the act solutions, and an escalation that says why a colleague must confirm.
+
+    The required step is the act path's first write or the escalation: an escalation changes no business record, so
+    without it, finishing with nothing done would match the escalation's end state; the end state (the writes of
+    acting, or none) tells a right answer from a wrong one.
+    """
+    intent, params = item
+    assert intent.escalation is not None
+    reason = intent.escalation(params)
+    escalate = Call("escalate", {"reason": reason, "customer_id": "{customer_id}"})
+    solutions = dict(acted.solutions)
+    solutions["escalate"] = _assemble([_read_call(intent, params), escalate])
+    solutions["escalate-without-read"] = _assemble([escalate])
+    first_write = intent.write_steps(params)[0]["tool"]
+    return Solved(("act", "escalate"), acted.rules, solutions, [{"id": "answer", "tool": [first_write, "escalate"]}],
+                  acted.must_say)
 
 
 def _permission(rules: tuple[str, ...]) -> Solved:
@@ -243,15 +273,19 @@ def _act(intents: Sequence[tuple[Intent, Mapping[str, Any]]], done: list[int], r
             ref = next(s for s in summaries if isinstance(s, dict))
             summary: Any = {"$ref": tags[done[0]] + ref["$ref"]}
         else:
-            summary = " ".join([*summaries, told]).strip()
+            summary = " ".join(summaries).strip()
         finish = Call("finish", {"summary": summary})
         label = "-".join(x for x in labels if x)
-        solutions[label if n else ""] = _assemble([*reads, *writes, finish])
+        # What was refused is told to the customer in a message; the text passed to finish, which the customer
+        # reads too, may say it instead.
+        message = Call("send_message", {"customer_id": "{customer_id}", "subject": "Your request", "body": told})
+        told_calls = [message] if told else []
+        solutions[label if n else ""] = _assemble([*reads, *writes, *told_calls, finish])
         if n == 0:
             lookup = Call("find_customer", {"query": "{email}"})
             if told:
-                message = Call("send_message", {"customer_id": "{customer_id}", "subject": "Your request",
-                                                "body": told})
+                solutions["told-in-finish"] = _assemble(
+                    [*reads, *writes, Call("finish", {"summary": f"{summary} {told}".strip()})])
                 solutions["with-message"] = _assemble([lookup, *reads, *writes, message, finish])
             elif isinstance(summary, dict):
                 message = Call("send_message", {"customer_id": "{customer_id}", "subject": "Your figure",
@@ -309,7 +343,10 @@ def _refuse(intents: Sequence[tuple[Intent, Mapping[str, Any]]], verdicts: Seque
     text = " ".join(_reason(item, v) for item, v in zip(intents, verdicts, strict=True))
     fixed = all(i.fixed for i, _ in intents)
     tags = ["a-", "b-"] if len(intents) > 1 else [""]
-    reads = [_read_call(i, p) for i, p in intents]
+    reads: list[Call] = []
+    for call in (_read_call(i, p) for i, p in intents):
+        if call not in reads:  # two intents that read the same record read it once
+            reads.append(call)
     terminal = Call(tool, {arg: text, "customer_id": "{customer_id}"})
     solutions = {"": _assemble([*reads, terminal]),
                  "with-lookup": _assemble([Call("find_customer", {"query": "{email}"}), *reads,
