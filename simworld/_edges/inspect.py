@@ -106,7 +106,6 @@ import orjson
 # Registered with Inspect on import: the offline models (simworld/reference, simworld/noop) and the hook that
 # writes the out folder's run.json.
 from simworld._edges import inspect_models, inspect_run  # noqa: F401
-from simworld._edges.inspect_run import SUITE_ATTRIB
 
 __all__ = ["live_session", "pass_hat", "release", "samples", "simworld_agent", "simworld_scorer", "simworld_tools",
            "simworld_trials", "suite", "use_simworld"]
@@ -141,7 +140,7 @@ def samples(grid: list[tuple[Scenario, int]], split: str = "dev", suite: str | N
     return out
 
 
-@task(**{SUITE_ATTRIB: True})
+@task(simworld_suite=True)  # SUITE_ATTRIB: how the run directory's hooks know this task
 def suite(scenario: str | list[str] | None = None, seeds: str | int | list[int] = 0, split: str = "dev",
           suite: str | None = None, out: str | None = None) -> Task:
     """simworld's scenarios as an Inspect task: one sample per (scenario, seed), graded by simworld's graders.
