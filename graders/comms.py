@@ -431,8 +431,9 @@ def _counts_in(text: str) -> list[int]:
         num = m.group("b")
         start = m.start("b") if num else 0
         if num and not m.group("post") and num.isdigit() and len(num) <= 3 and not (
-                start and (plain[start - 1].isalpha() or plain[start - 1] == "_")):
-            out.append(int(num))  # not the digits of an id (fee_006, pln_012)
+                start and (plain[start - 1].isalpha() or plain[start - 1] == "_")) and (
+                plain[m.end("b"):m.end("b") + 2].lower() not in ("st", "nd", "rd", "th")):
+            out.append(int(num))  # not the digits of an id (fee_006, pln_012), nor a day (the 10th)
     return out
 
 

@@ -256,7 +256,7 @@ def _comms_mutants(scenario: Scenario, reference: Episode, actions: list[dict[st
                 out.append(Mutant("retarget", f"address call {i} ({a['tool']}) to {others[0]}",
                                   tuple(actions[:i] + [changed] + actions[i + 1:])))
     known = _Known(reference).complete()
-    foreign = _foreign_amount(initial, target, plan.currency, known.amounts)
+    foreign = _foreign_amount(initial, target, plan.currency, known, actions)
     texts = [(i, a) for i, a in enumerate(actions) if a["tool"] in TEXT_ARGS]
     if foreign is not None:
         for i, a in texts:
@@ -348,16 +348,23 @@ def _underived(known: Any, minor: int, currency: str, places: int, text: str) ->
                                                                                      _counts_in(text))
 
 
-def _foreign_amount(state: State, target: str, currency: str, known: set[Decimal]) -> str | None:
-    """An instalment amount of another customer's, written in ``currency``, that the target's records lack."""
+def _foreign_amount(state: State, target: str, currency: str, known: Any,
+                    actions: Sequence[dict[str, Any]]) -> str | None:
+    """An instalment amount of another customer's, written in ``currency``, that the target's records lack and
+    that no step of arithmetic from them gives (with any count the reference's texts state)."""
+    from graders.comms import TEXT_ARGS, _counts_in
+
     exp = exponent(currency)
+    said = " ".join(str(a["args"].get(arg, "")) for a in actions if a["tool"] in TEXT_ARGS
+                    for arg in TEXT_ARGS[a["tool"]])
+    counts = _counts_in(said)
     for policy in sorted(state.records("policies"), key=lambda p: p.id):
         if policy.customer_id == target:
             continue
         for plan in state.children("plans", "policy_id", policy.id):
             for inst in plan.instalments:
                 value = Decimal(inst.amount.minor).scaleb(-exp)
-                if value > 0 and value.normalize() not in known:
+                if value > 0 and value.normalize() not in known.amounts and not known.derives(value, currency, counts):
                     return format_minor(inst.amount.minor, currency)
     return None
 
