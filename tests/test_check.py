@@ -45,7 +45,7 @@ class TestMutants:
         reference = play(Environment(sc, 1), build_agent_factory("reference"))
         ops = {m.operator for m in mutants(sc, reference)}
         assert ops == {"drop-write", "drop-read", "swap-outcome", "swap-order", "paid-write", "round-each", "float",
-                       "foreign-figure", "false-claim", "free-claim"}
+                       "foreign-figure", "false-claim", "free-claim", "disclose", "derived-figure"}
 
     def test_communications_operators_on_a_hand_off(self) -> None:
         """A scenario that files a communication under a customer gets retarget mutants too, and check kills them."""
@@ -58,6 +58,24 @@ class TestMutants:
         report = check_scenario(sc, [1])
         comms = [o for o in report.outcomes if o.mutant.operator in ("retarget", "foreign-figure", "false-claim")]
         assert comms and all(o.status == "killed" for o in comms)
+
+    def test_disclosure_and_derived_figure_operators(self) -> None:
+        """The last text gets another customer's e-mail, their name, and a difference one minor unit off; the
+        graders fail each mutant on the disclosure or figures check, not on anything else."""
+        from simworld._episode.judge import grade, solution_end_states
+        from simworld._running.check import _actions_factory
+
+        (sc,) = [s for s in SUITE if s.id == "split-balance-three-ways"]
+        reference = play(Environment(sc, 1), build_agent_factory("reference"))
+        made = [m for m in mutants(sc, reference) if m.operator in ("disclose", "derived-figure")]
+        assert [m.operator for m in made] == ["disclose", "disclose", "derived-figure"]
+        last = made[0].actions[-1]["args"]
+        assert "@example" in str(last) and "That is a change of" in str(made[2].actions[-1]["args"])
+        solutions = solution_end_states(sc, 1, None)
+        for m, check in zip(made, ("comms:disclosure", "comms:disclosure", "comms:figures"), strict=True):
+            line = grade(sc, play(Environment(sc, 1), _actions_factory(m.actions)), solutions)
+            assert [c["name"] for c in line["checks"] if not c["passed"]] == [check], m.description
+            assert (line["total"] == 0.0) is (check == "comms:disclosure")  # disclosure is a gate
 
     def test_seeds_parse(self) -> None:
         """--seeds takes A..B inclusive or one seed, and refuses anything else with a clear message."""
