@@ -7,7 +7,7 @@ Keys (all optional but ``allowed_outcomes``, which scenario.py checks):
 - ``forbidden_changes`` (default ``["paid_instalments", "currency", "outside_target"]``);
 - ``unauthorised_actions`` (default true), ``money_invariants`` (default true, or ``{"even_split": false}``);
 - ``communications`` (default true, or an object with the closed keys ``recipients``, ``must_say``,
-  ``claims`` and ``figures``; see graders/comms.py);
+  ``claims``, ``figures`` and ``disclosure``; see graders/comms.py);
 - ``requires``: ``{COUNTER: {"min": N, "max": M}, "stop_reason": REASON}``;
 - ``graders``: ``[{"grader": "module:function", "args": {...}}]``, joined to the conjunction;
 - ``hooks``: ``{"pre_grade": [GRADER...], "post_run": ["module:function", ...]}``;
@@ -35,7 +35,7 @@ __all__ = ["GRADING_KEYS", "Expectations", "build_expectations"]
 
 GRADING_KEYS = ("expected_final_state", "required_steps", "forbidden_changes", "unauthorised_actions",
                 "money_invariants", "communications", "requires", "graders", "hooks", "weights")
-_COMMS_KEYS = ("recipients", "must_say", "claims", "figures")
+_COMMS_KEYS = ("recipients", "must_say", "claims", "figures", "disclosure")
 _MUST_SAY_KEYS = ("tool", "args", "field")
 _STEP_KEYS = ("id", "tool", "args", "after")
 _PATTERN_KEYS = ("name", "path", "where", "after_where", "except")
@@ -153,6 +153,9 @@ def _communications(path: Path, setting: Any) -> dict[str, Any] | None:
     figures = setting.get("figures", True)
     if not isinstance(figures, bool):
         raise _err(path, f"communications.figures must be true or false but got {figures!r}.")
+    disclosure = setting.get("disclosure", True)
+    if not isinstance(disclosure, bool):
+        raise _err(path, f"communications.disclosure must be true or false but got {disclosure!r}.")
     must_say = setting.get("must_say", [])
     if not isinstance(must_say, list):
         raise _err(path, f"communications.must_say must be a list but got {must_say!r}.")
@@ -165,7 +168,8 @@ def _communications(path: Path, setting: Any) -> dict[str, Any] | None:
         if not isinstance(entry.get("field"), str) or not isinstance(entry.get("args", {}), dict):
             raise _err(path, f"communications.must_say[{i}] needs a 'field' (a key of the tool's result) and "
                              "'args' as an object.")
-    return {"recipients": recipients, "must_say": must_say, "claims": claims, "figures": figures}
+    return {"recipients": recipients, "must_say": must_say, "claims": claims, "figures": figures,
+            "disclosure": disclosure}
 
 
 def _custom(path: Path, entries: Any, where: str, search: Path) -> list[GraderSpec]:
