@@ -103,6 +103,7 @@ from typing import Any
 
 import attrs
 
+from graders._records import target_records
 from simworld._grading.verdict import Check
 from simworld._world.models import UNPAID
 
@@ -580,11 +581,9 @@ class Facts:
 
     @property
     def business_changed(self) -> bool:
-        from graders.comms import _target_records
-
         initial, final = self.episode.initial_state, self.episode.final_state
-        before = [r for r in _target_records(self.episode, initial) if r.table != "customers"]
-        after = [r for r in _target_records(self.episode, final) if r.table != "customers"]
+        before = [r for r in target_records(self.episode, initial) if r.table != "customers"]
+        after = [r for r in target_records(self.episode, final) if r.table != "customers"]
         return len(before) != len(after) or any(a is not b and a != b for a, b in zip(before, after, strict=True))
 
     def day_holds(self, day: int) -> bool:

@@ -45,6 +45,7 @@ from typing import Any
 
 import attrs
 
+from graders._records import target_records as _target_records
 from graders.claims import CLAIMS, check_claims
 from graders.disclosure import disclosures
 from simworld._grading.verdict import Check, Verdict
@@ -115,22 +116,6 @@ def _target_ids(episode: Any) -> set[str]:
                 for table in ("fees", "payments", "credits"):
                     ids.update(r.id for r in state.children(table, "plan_id", plan.id))
     return ids
-
-
-def _target_records(episode: Any, state: Any) -> list[Any]:
-    t = episode.target
-    records: list[Any] = []
-    customer = state.get("customers", t["customer"])
-    if customer is not None:
-        records.append(customer)
-    for policy in state.children("policies", "customer_id", t["customer"]):
-        records.append(policy)
-        records += list(state.children("premium_changes", "policy_id", policy.id))
-        for plan in state.children("plans", "policy_id", policy.id):
-            records.append(plan)
-            for table in ("fees", "payments", "credits"):
-                records += list(state.children(table, "plan_id", plan.id))
-    return records
 
 
 def _plans(episode: Any) -> list[Any]:
