@@ -131,6 +131,16 @@ class TestDone:
         assert not claims_pass(said(text))
         assert claims_pass(said(text, final=split_in_three()))
 
+    def test_a_schedule_set_to_what_it_was_is_a_split_as_said(self) -> None:
+        """A split into the count the plan already had, made by a call (set_schedule, nothing changed), is true as
+        said; without the call it is false."""
+        text = "I've split the unpaid balance into 9 monthly instalments."
+        s = world()
+        call = event(0, "set_schedule", {"plan_id": "pln_1", "instalments": []}, kind="write")
+        end = event(1, "finish", {"summary": text}, kind="terminal")
+        assert claims_pass(episode(s, [(call, s), (end, s)]))
+        assert not claims_pass(said(text))
+
     def test_count_named_must_match(self) -> None:
         """A split said to be into a count other than the one made is false."""
         assert not claims_pass(said("I've split what you owe into 4 payments.", final=split_in_three()))
