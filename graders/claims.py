@@ -298,7 +298,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("schedule_changed", _rx(rf"{_SCHED}.{{0,60}}?{_PERFECT}{_SPLIT}\b|{_WE}{_SPLIT}\b.{{0,60}}?{_SCHED}|"
                              rf"^\W*(?:also\s+)?(?:split|spread|divided|rescheduled|replaced)\b|"
                              rf"{_WE}set (?:it|them|this|that) up\b|"
-                             rf"\b(?:is|are) now (?:split|spread|payable)\b|\bnow (?:has|have|is) \w+ payments\b")),
+                             rf"\b(?:is|are) now (?:split|spread|payable)\b|"
+                             rf"\b(?:is|are) now being (?:collected|paid|billed|charged|taken|split|spread)\s+"
+                             rf"(?:over|across|in)\b|\bnow (?:has|have|is) \w+ payments\b")),
     ("unchanged", _rx(r"\b(?:nothing|no changes?|none)\b.{0,40}?\b(?:changed|been changed|been made|been touched|"
                       r"been altered|been updated|changes)\b|\bhaven't (?:made|changed) any(?:thing| changes?)\b|"
                       r"\b(?:have not|haven't|has not|hasn't)\s+(?:been\s+)?(?:changed|touched|altered|updated)\b|"

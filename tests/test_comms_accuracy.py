@@ -1,0 +1,38 @@
+"""The communications grader on labelled texts: no false failure on a true text, each class of wrong text caught.
+
+Two sets: the corpus (tests/fixtures/comms_corpus.jsonl, 470 texts over every bundled scenario, built before the
+grader was rewritten and measured along the way) and a probe of texts written afterwards by someone who had not
+read the corpus (tests/fixtures/comms_probe.jsonl). Figures per class: benchmarks/bench_comms_corpus.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_comms_corpus import load_corpus, measure  # noqa: E402
+
+SETS = {"corpus": ROOT / "tests" / "fixtures" / "comms_corpus.jsonl",
+        "probe": ROOT / "tests" / "fixtures" / "comms_probe.jsonl"}
+
+
+@pytest.fixture(scope="module", params=list(SETS))
+def summary(request: pytest.FixtureRequest) -> dict:
+    return measure(load_corpus(SETS[request.param]))
+
+
+def test_no_true_text_fails(summary: dict) -> None:
+    """Every true, careful text passes every comms check."""
+    assert summary["true"]["false_failures"] == 0, summary["true"]["failures"]
+
+
+@pytest.mark.parametrize("label", ["disclosure", "figure", "claim"])
+def test_each_class_of_wrong_text_is_caught(summary: dict, label: str) -> None:
+    """At least 95% of each class of wrong text fails the check meant for it."""
+    row = summary[label]
+    assert row["n"] > 0 and row["caught_by_meant"] >= 0.95 * row["n"], row["missed"]
