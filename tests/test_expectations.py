@@ -476,6 +476,9 @@ class TestForbiddenAndWeights:
 
     def test_weights_reach_the_total(self, scenario_dir: Path) -> None:
         """Loaded weights are used: weighting the failed part lowers the total of the same episode."""
+        # No required steps, so that finishing at once is partial credit rather than a missed step (a gate).
+        edit(scenario_dir, set_key("required_steps", []))
+
         def graded(weights: dict[str, float]) -> dict[str, Any]:
             edit(scenario_dir, set_key("weights", weights))
             sc = load_scenario(scenario_dir)
