@@ -264,30 +264,26 @@ SCRIPTS = {"talking": lambda: WAIVE_TALKING, "plain-end": lambda: WAIVE_PLAIN_EN
            "malformed": lambda: WAIVE_MALFORMED}
 
 
-def _by_inspect(script: Any, out: Path) -> list[dict[str, Any]]:
-    from inspect_ai import eval as inspect_eval
-    from inspect_ai.model import get_model
+def _by_client(client: str, script: Any, out: Path) -> list[dict[str, Any]]:
+    """The episode played by ``client`` (inspect or verifiers), in a process of its own; the requests it made."""
+    import os
+    import subprocess
 
-    from simworld._edges.inspect import suite
-
+    root = Path(__file__).resolve().parent.parent
     with serving(script) as model:
-        (log,) = inspect_eval(suite(scenario=SID, seeds=0, out=str(out)),
-                              model=get_model("openai-api/stub/scripted", base_url=model.base_url, api_key="x"),
-                              log_dir=str(out.parent / "logs"), display="none")
-        assert log.status in ("success", "error"), log.error
+        done = subprocess.run([sys.executable, str(root / "tests" / "chat_clients.py"), client, model.base_url,
+                               str(out)], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(root)})
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         return model.requests
+
+
+def _by_inspect(script: Any, out: Path) -> list[dict[str, Any]]:
+    return _by_client("inspect", script, out)
 
 
 def _by_verifiers(script: Any, out: Path) -> list[dict[str, Any]]:
-    from openai import AsyncOpenAI
-
-    from simworld._edges.verifiers import load_environment
-
-    with serving(script) as model:
-        env = load_environment(scenario=SID, seeds=0, reward="passed", out=out)
-        env.evaluate_sync(client=AsyncOpenAI(base_url=model.base_url, api_key="x", max_retries=2),  # type: ignore[arg-type]
-                          model="scripted")
-        return model.requests
+    return _by_client("verifiers", script, out)
 
 
 def _by_simworld(script: Any, out: Path) -> list[dict[str, Any]]:
