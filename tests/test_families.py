@@ -93,7 +93,8 @@ class TestGenerate:
         (not the desk greeting them), premium-change-midterm's escalation, the refusal told in a message
         (split-and-waive, waive-and-move), the deferral and frequency refusals, hardship-deferral's fixtures, and
         for the outcome mix rate-or-pricing-escalate's fixtures cut to 56 and premium-change-midterm's grown to 42
-        (the second digest holds neither)."""
+        (the second digest holds neither), and a split-and-waive instance whose split keeps the schedule's amounts no
+        longer dropped (its summary's "split into N" is borne out by the call)."""
         import hashlib
 
         make(load_families(names=list(ORIGINAL_FAMILIES)), 8, 2026, tmp_path, workers=2)
@@ -102,7 +103,7 @@ class TestGenerate:
         for p in files:
             digest.update(str(p.relative_to(tmp_path)).encode() + b"\0" + p.read_bytes() + b"\0")
         assert (digest.hexdigest(), len(files)) == (
-            "c0ad6aafeca26232c56b9de79d53e9e8582f31bc0c659c9fe799eb067727f8d4", 579)
+            "aa1914a46f7a170b54d9a1ecc4fb3d6961ad2a0b0cda797c31b633eec9a9bdd2", 580)
         unchanged = tmp_path.parent / (tmp_path.name + "-unchanged")
         make(load_families(names=[n for n in ORIGINAL_FAMILIES if n not in FIXTURES_ADDED]), 8, 2026, unchanged)
         digest = hashlib.sha256()
@@ -110,7 +111,7 @@ class TestGenerate:
         for p in files:
             digest.update(str(p.relative_to(unchanged)).encode() + b"\0" + p.read_bytes() + b"\0")
         assert (digest.hexdigest(), len(files)) == (
-            "73d6a944d4cd22a23385a25b7cdefa8cae8d13c5b841bc656d20b826a8b9711a", 306)
+            "5cfeb15dfb6d1a1093407775a50205205506e4bc77d0803f0673590294cd99f0", 307)
 
     def test_skip_reasons_are_short_categories(self, tmp_path: Path) -> None:
         """What a generation skipped is counted by short category names, never by a sentence."""
