@@ -16,8 +16,6 @@ The hook does nothing for any other task; it never raises into Inspect (Inspect 
 
 from __future__ import annotations
 
-import platform
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -36,10 +34,9 @@ from simworld._running.rundir import (
     holds_run,
     numbered_lines,
     read_meta,
-    redact,
     write_meta,
 )
-from simworld._running.runner import suite_digest
+from simworld._running.runner import run_header, suite_digest
 from simworld._world.clock import wall_time
 from simworld._world.events import write_atomic
 from simworld.errors import RunDirError
@@ -81,12 +78,7 @@ def start_run(out: Path, task_args: dict[str, Any], model: str, epochs: int, arg
     grid_meta, keys = _grid_meta(task_args)
     prior = read_meta(out) if (out / META).is_file() else None
     meta: dict[str, Any] = {
-        "status": "running",
-        "simworld": _version(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "argv": redact(list(argv) or sys.argv[1:]),
-        "agent": f"inspect:{model}",
+        **run_header(f"inspect:{model}", argv),
         **grid_meta,
         "snapshot": None,
         "trials": epochs,
@@ -149,12 +141,6 @@ def _last_lines(path: Path) -> dict[Key, bytes]:
         if isinstance(line, dict) and "scenario" in line and "seed" in line:
             found[(str(line["scenario"]), int(line["seed"]), int(line.get("trial", 0)))] = raw
     return found
-
-
-def _version() -> str:
-    from simworld._running.runner import simworld_version
-
-    return simworld_version()
 
 
 def _out_of(spec: Any) -> Path | None:

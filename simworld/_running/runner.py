@@ -14,7 +14,7 @@ import platform
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,8 @@ from simworld._world.splits import format_seeds
 from simworld._world.state import canonical_bytes
 from simworld.errors import ReplayError, RunDirError, ScenarioError
 
-__all__ = ["IDENTITY", "RunResult", "grid", "regrade", "run_one", "run_suite", "simworld_version", "suite_digest"]
+__all__ = ["IDENTITY", "RunResult", "grid", "regrade", "run_header", "run_one", "run_suite", "simworld_version",
+           "suite_digest"]
 
 
 def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Episode, dict[str, Any]]:
@@ -177,12 +178,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     began, began_epoch = wall_monotonic(), wall_time()
     jobs = grid(scenarios, seeds, split, trials, shard)
     meta: dict[str, Any] = {
-        "status": "running",
-        "simworld": simworld_version(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "argv": redact(list(argv) or sys.argv[1:]),
-        "agent": agent_name,
+        **run_header(agent_name, argv),
         "scenarios": [s.id for s in scenarios],
         "suite_digest": suite_digest(scenarios),
         "snapshot": snapshot,
@@ -376,6 +372,13 @@ def _header(path: Path) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("record") != "header":
         raise ReplayError(f"{path.name}:1: not an event file header; was it written by simworld run?")
     return header
+
+
+def run_header(agent: str, argv: Iterable[str] = ()) -> dict[str, Any]:
+    """The first fields of every run.json (``simworld run``'s, an Inspect eval's): status running, the versions, the
+    command line (credentials redacted) and the agent."""
+    return {"status": "running", "simworld": simworld_version(), "python": platform.python_version(),
+            "platform": platform.platform(), "argv": redact(list(argv) or sys.argv[1:]), "agent": agent}
 
 
 def simworld_version() -> str:
