@@ -28,8 +28,10 @@ span of text and the tool and seq of the text.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -79,8 +81,11 @@ _PHONE = re.compile(r"\+?\(?\d[\d\s().-]{5,}\d")
 _ID_TABLES = ("customers", "policies", "plans", "fees", "payments", "credits", "premium_changes")
 
 
+@functools.lru_cache(maxsize=65536)
 def _fold(word: str) -> str:
     """A word as compared: accents dropped, case folded, apostrophes unified."""
+    if word.isascii():
+        return word.casefold()
     stripped = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
     return stripped.casefold().replace("’", "'")
 
@@ -95,6 +100,12 @@ def _words(text: str) -> list[tuple[str, str, int, int]]:
             word, end = word[:-2], end - 2
         out.append((_fold(word), word, m.start(), end))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _word_set(text: str) -> frozenset[str]:
+    """The folded words of ``text`` (a policy text or a request is read once per process, not per episode)."""
+    return frozenset(w for w, *_ in _words(text))
 
 
 def _digits(text: str) -> str:
@@ -123,32 +134,25 @@ class _Person:
 
 
 class _Index:
-    """Every customer of the episode, their records' ids, and what the parties themselves hold."""
+    """Every customer of the episode, their records' ids, and what the parties themselves hold.
+
+    What only some texts need is read on first use: the owner of an id-shaped token of a text, and the parties'
+    own words (for a capitalised family name of a third party)."""
 
     def __init__(self, episode: Any, parties: Iterable[str]) -> None:
+        self.episode = episode
         self.parties = set(parties)
         self.people: dict[str, _Person] = {}
-        self.owner: dict[str, tuple[str, str]] = {}  # a record id (folded) -> its customer and what it is
         for state in (episode.initial_state, episode.final_state):
             for customer in state.records("customers"):
                 if customer.id not in self.people:
                     self.people[customer.id] = memo(customer, "_disclosure_person", _Person)
-                    self.owner.setdefault(customer.id.casefold(), (customer.id, "id"))
-            for policy in state.records("policies"):
-                self._own(state, policy, policy.customer_id)
         party_people = [self.people[p] for p in sorted(self.parties) if p in self.people]
-        said = _fold(episode.request)
+        self.party_people = party_people
         self.party_names = {p.full for p in party_people}
         self.party_families = {p.family for p in party_people if p.family}
         self.party_emails = {p.email for p in party_people} | {
             e.casefold() for e in _EMAIL.findall(episode.request)}
-        self.own_words = {w for p in party_people for w in p.full} | {w for w, *_ in _words(said)} | {
-            w for w, *_ in _words(episode.policy_text)}
-        for pid in sorted(self.parties):
-            customer = episode.final_state.get("customers", pid) or episode.initial_state.get("customers", pid)
-            if customer is not None:
-                self.own_words |= {w for w, *_ in _words(f"{customer.email} {customer.notes}")}
-        self.request = said
         self.third = [p for cid, p in sorted(self.people.items()) if cid not in self.parties]
         self.by_family: dict[str, list[_Person]] = {}
         for p in self.third:
@@ -156,18 +160,91 @@ class _Index:
                 self.by_family.setdefault(p.family[0], []).append(p)
         self.by_email = {p.email: p for p in self.third if p.email and p.email not in self.party_emails}
 
-    def _own(self, state: Any, policy: Any, customer_id: str) -> None:
-        owner = self.owner
-        owner.setdefault(policy.id.casefold(), (customer_id, "policy id"))
-        for change in state.children("premium_changes", "policy_id", policy.id):
-            owner.setdefault(change.id.casefold(), (customer_id, "premium change id"))
-        for plan in state.children("plans", "policy_id", policy.id):
-            owner.setdefault(plan.id.casefold(), (customer_id, "plan id"))
-            for inst in plan.instalments:
-                owner.setdefault(inst.id.casefold(), (customer_id, "instalment id"))
-            for table, kind in (("fees", "fee id"), ("payments", "payment id"), ("credits", "credit id")):
-                for record in state.children(table, "plan_id", plan.id):
-                    owner.setdefault(record.id.casefold(), (customer_id, kind))
+    @functools.cached_property
+    def request(self) -> str:
+        return _fold(self.episode.request)
+
+    @functools.cached_property
+    def own_words(self) -> frozenset[str]:
+        episode = self.episode
+        words = {w for p in self.party_people for w in p.full} | _word_set(self.request) | _word_set(
+            episode.policy_text)
+        for pid in sorted(self.parties):
+            customer = episode.final_state.get("customers", pid) or episode.initial_state.get("customers", pid)
+            if customer is not None:
+                words |= _word_set(f"{customer.email} {customer.notes}")
+        return frozenset(words)
+
+    def owner(self, folded: str) -> tuple[str, str] | None:
+        """The customer a record id (folded) belongs to and what the record is, or None: read in the initial
+        state, then the final one (a record the episode created has its owner there)."""
+        if folded not in self._owners:
+            found = None
+            for state in (self.episode.initial_state, self.episode.final_state):
+                found = _owner_in(state, folded)
+                if found is not None:
+                    break
+            self._owners[folded] = found
+        return self._owners[folded]
+
+    @functools.cached_property
+    def _owners(self) -> dict[str, tuple[str, str] | None]:
+        return {}
+
+
+#: The tables whose ids a text may give away, with what the finding calls the id, in the order they are read.
+_ID_KINDS = {"customers": "id", "policies": "policy id", "premium_changes": "premium change id", "plans": "plan id",
+             "instalments": "instalment id", "fees": "fee id", "payments": "payment id", "credits": "credit id"}
+
+
+def _base_ids(base: Any) -> dict[str, list[tuple[str, str]]]:
+    """Every id of a snapshot, folded, with its table and record id (an instalment: ``instalments`` and its plan's
+    id). Built once per snapshot: the snapshot is shared by every episode over it."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for table in _ID_KINDS:
+        for rid in base.tables.get(table, ()):
+            found.setdefault(rid.casefold(), []).append((table, rid))
+    for pid, plan in base.tables.get("plans", {}).items():
+        for inst in plan.instalments:
+            found.setdefault(inst.id.casefold(), []).append(("instalments", pid))
+    return found
+
+
+_BASES: dict[int, tuple[Any, dict[str, list[tuple[str, str]]]]] = {}
+
+
+def _ids_of(base: Any) -> dict[str, list[tuple[str, str]]]:
+    """:func:`_base_ids` of ``base``, kept while the snapshot lives (a process holds a few at most)."""
+    kept = _BASES.get(id(base))
+    if kept is None or kept[0]() is not base:
+        kept = (weakref.ref(base, lambda _ref, key=id(base): _BASES.pop(key, None)), _base_ids(base))
+        _BASES[id(base)] = kept
+    return kept[1]
+
+
+def _owner_in(state: Any, folded: str) -> tuple[str, str] | None:
+    """The owner of the record whose id folds to ``folded`` in ``state``: its customer, through its policy."""
+    candidates = list(_ids_of(state.base).get(folded, ()))
+    for (table, rid), record in state.overlay.items():
+        if table in _ID_KINDS and rid.casefold() == folded:
+            candidates.append((table, rid))
+        if table == "plans" and record is not None:
+            candidates += [("instalments", rid) for inst in record.instalments if inst.id.casefold() == folded]
+    order = list(_ID_KINDS)
+    for table, rid in sorted(set(candidates), key=lambda c: (order.index(c[0]), c[1])):
+        record = state.get("plans" if table == "instalments" else table, rid)
+        if record is None:
+            continue
+        if table == "customers":
+            return record.id, _ID_KINDS[table]
+        if table == "instalments" and not any(i.id.casefold() == folded for i in record.instalments):
+            continue
+        policy = record if table == "policies" else state.get(
+            "policies", record.policy_id if table in ("plans", "instalments", "premium_changes")
+            else getattr(state.get("plans", record.plan_id), "policy_id", None))
+        if policy is not None:
+            return policy.customer_id, _ID_KINDS[table]
+    return None
 
 
 def disclosures(episode: Any, texts: Sequence[tuple[int, str, str]], parties: Iterable[str]) -> list[dict[str, Any]]:
@@ -221,13 +298,13 @@ def _ids(index: _Index, text: str, add: Any) -> None:
                 if any(a <= i and i + size <= b for a, b in taken):
                     continue
                 run = "-".join(pieces[i:i + size])
-                owner = index.owner.get(run.casefold())
+                owner = index.owner(run.casefold())
                 if owner is not None:
                     taken.append((i, i + size))
                     if owner[0] not in index.parties:
                         add(owner[1], owner[0], run)
     for m in _LOOSE_ID.finditer(text):
-        owner = index.owner.get(f"{m.group(1)}_{m.group(2)}".casefold())
+        owner = index.owner(f"{m.group(1)}_{m.group(2)}".casefold())
         if owner is not None and owner[0] not in index.parties:
             add(owner[1], owner[0], m.group(0))
 
