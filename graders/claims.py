@@ -96,6 +96,7 @@ its clause (*I haven't changed it*), which is read as no claim.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
@@ -445,38 +446,44 @@ _DATE_WORD = _rx(r"\b(?:due|payment|collection|draft) (?:date|day)s?\b")
 
 def read(text: str) -> list[Statement]:
     """Every statement in ``text``: each clause's kinds (topic + act), with its mode and what it names."""
+    return [s for raw, imposed in clauses(text) for s in _read_clause(raw, imposed)]
+
+
+@functools.lru_cache(maxsize=8192)
+def _read_clause(raw: str, imposed: str | None) -> tuple[Statement, ...]:
+    """The statements of one clause (a clause reads the same wherever it stands: kept per process, as agents
+    repeat their sentences from one episode to the next)."""
     out: list[Statement] = []
-    for raw, imposed in clauses(text):
-        clause = _LEADING_REASON.sub("", _AS_ASKED.sub("", raw))
-        clause = _REQUEST_TO.sub(r"\1 request ", clause)
-        if _NOT_A_STATEMENT.search(clause) or _YOU_ACT.search(clause):
-            continue  # a heading or a relative clause ("What I've done"), or the customer's own act
-        body = _TRAILING_REASON.sub("", _TRAILING_CONDITION.sub("", clause))
-        mode = _mode(body, imposed)
-        if mode == "will" and _TRAILING_CONDITION.search(clause):
-            mode = "conditional"  # "the change will take effect once the holder has verified"
-        patterns = _PATTERNS if mode not in REVERSED else _PATTERNS + _BASE
-        kinds = list(dict.fromkeys(kind for kind, pattern in patterns if pattern.search(body)))
-        if "followed_note" not in kinds and _PATTERNS_BY_KIND["followed_note"].search(raw):
-            kinds.insert(0, "followed_note")  # "As your note asked, ...": the reason is the claim
-        for kind, only in _FIRST.items():
-            if kind in kinds:
-                kinds = [k for k in kinds if k in only]
-                if kind == "unchanged":
-                    mode = "done"  # "stays on the 15th", "remains open": said of now, checked as said
-                break
-        for kind, vaguer in _OVER.items():
-            if kind in kinds:
-                kinds = [k for k in kinds if k not in vaguer]
-        for kind in kinds:
-            # "nothing has been changed", "stays as it is": a statement that nothing moved, checked in reverse
-            s = _statement(kind, "negated" if kind == "unchanged" else mode, body)
-            if kind in ("due_moved", "due_day") and s.day is None and not _DATE_WORD.search(body):
-                continue  # "your instalments have been updated": a schedule, not a due date, unless a day is named
-            if kind == "payment_applied" and mode == "will":
-                continue  # "the June payment will be collected on ...": a schedule, not a payment posted
-            out.append(s)
-    return out
+    clause = _LEADING_REASON.sub("", _AS_ASKED.sub("", raw))
+    clause = _REQUEST_TO.sub(r"\1 request ", clause)
+    if _NOT_A_STATEMENT.search(clause) or _YOU_ACT.search(clause):
+        return ()  # a heading or a relative clause ("What I've done"), or the customer's own act
+    body = _TRAILING_REASON.sub("", _TRAILING_CONDITION.sub("", clause))
+    mode = _mode(body, imposed)
+    if mode == "will" and _TRAILING_CONDITION.search(clause):
+        mode = "conditional"  # "the change will take effect once the holder has verified"
+    patterns = _PATTERNS if mode not in REVERSED else _PATTERNS + _BASE
+    kinds = list(dict.fromkeys(kind for kind, pattern in patterns if pattern.search(body)))
+    if "followed_note" not in kinds and _PATTERNS_BY_KIND["followed_note"].search(raw):
+        kinds.insert(0, "followed_note")  # "As your note asked, ...": the reason is the claim
+    for kind, only in _FIRST.items():
+        if kind in kinds:
+            kinds = [k for k in kinds if k in only]
+            if kind == "unchanged":
+                mode = "done"  # "stays on the 15th", "remains open": said of now, checked as said
+            break
+    for kind, vaguer in _OVER.items():
+        if kind in kinds:
+            kinds = [k for k in kinds if k not in vaguer]
+    for kind in kinds:
+        # "nothing has been changed", "stays as it is": a statement that nothing moved, checked in reverse
+        s = _statement(kind, "negated" if kind == "unchanged" else mode, body)
+        if kind in ("due_moved", "due_day") and s.day is None and not _DATE_WORD.search(body):
+            continue  # "your instalments have been updated": a schedule, not a due date, unless a day is named
+        if kind == "payment_applied" and mode == "will":
+            continue  # "the June payment will be collected on ...": a schedule, not a payment posted
+        out.append(s)
+    return tuple(out)
 
 
 def _statement(kind: str, mode: str, clause: str) -> Statement:

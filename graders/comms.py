@@ -143,9 +143,10 @@ def _ids_in(value: Any) -> set[str]:
 class _Known:
     """The amounts and dates the agent may state: the target's, and what it was shown about the target.
 
-    Nothing is read until a text states a figure; what the calls showed (their arguments and
-    results) only when a figure is not already known from the records, the request and the
-    policy. Amounts are kept by currency (None: an amount whose currency nothing says, good for
+    Nothing is read until a text states a figure; then the sources are read cheapest first (the
+    request and the policy, the target's plans, every figure of the target's records, the days of
+    the calls, what the calls showed), each only when a figure is not found in those before it.
+    A check that needs every figure (arithmetic, the nearest known amount) reads them all. Amounts are kept by currency (None: an amount whose currency nothing says, good for
     any) and sign-less (a decrease, a refund or a credit is stated as a positive amount).
     """
 
@@ -166,8 +167,9 @@ class _Known:
         #: The target's plans' instalment counts (all, and unpaid, before and after).
         self.counts: set[int] = set()
         self._episode = episode
-        self._records_read = False
-        self._calls_read = False
+        #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
+        self._sources = [self._read_texts, self._read_plans, self._read_records, self._read_call_days,
+                         self._read_calls]
         self._minor: dict[tuple[str, int], frozenset[int]] = {}
 
     @classmethod
@@ -177,11 +179,32 @@ class _Known:
         known.amounts, known.dates, known.by_currency, known.operands = set(), set(), {}, {}
         return known
 
+    def _read_more(self) -> bool:
+        """Read the next source; False when everything has been read."""
+        if not self._sources:
+            return False
+        self._sources.pop(0)()
+        self._minor.clear()
+        return True
+
+    def _read_texts(self) -> None:
+        """The figures the request and the policy state (stated as they are, never computed with)."""
+        for text in (self._episode.request, self._episode.policy_text):
+            for amount, cur, _exp in _money_in(text):
+                self._amount(amount, cur, operand=False)
+            self.dates.update(d for d, _ in _dates_in(text))
+
+    def _read_plans(self) -> None:
+        """The target's plans before and after: their totals and instalment amounts."""
+        episode = self._episode
+        plans = _plans(episode)
+        for state in (episode.initial_state, episode.final_state):
+            for plan in (state.get("plans", p.id) for p in plans):
+                if plan is not None:
+                    self._read_plan(plan)
+
     def _read_records(self) -> None:
-        """The target's records before and after, its balances, the request, the policy and the call days."""
-        if self._records_read:
-            return
-        self._records_read = True
+        """Every figure the target's records show, before and after."""
         episode = self._episode
         for state in (episode.initial_state, episode.final_state):
             for record in _target_records(episode, state):
@@ -194,16 +217,22 @@ class _Known:
                 elif record.table == "premium_changes":
                     self.totals.setdefault(record.currency, set()).update(
                         (record.old_premium.minor, record.new_premium.minor))
-            for plan in (state.get("plans", p.id) for p in _plans(episode)):
-                if plan is not None:
-                    self._read_plan(plan)
-        for e in episode.events:
+
+    def _read_call_days(self) -> None:
+        """The simulated day of each call: "from today", "as of today"."""
+        for e in self._episode.events:
             if e.status == "ok" and e.tool not in TEXT_ARGS and e.kind != "say":
-                self._date_text(e.at)  # the simulated day of the call: "from today", "as of today"
-        for text in (episode.request, episode.policy_text):
-            for amount, cur, _exp in _money_in(text):
-                self._amount(amount, cur, operand=False)
-            self.dates.update(d for d, _ in _dates_in(text))
+                self._date_text(e.at)
+
+    def _read_calls(self) -> None:
+        """What the calls about the target showed: their arguments and results."""
+        mine = _target_ids(self._episode)
+        for e in self._episode.events:
+            if e.status != "ok" or e.tool in TEXT_ARGS or e.kind == "say":
+                continue  # what the agent wrote is judged, never evidence for itself
+            if _ids_in(e.args) <= mine:  # a call about the target (or about nobody): what it showed is theirs
+                self._absorb(e.args)
+                self._absorb(e.result)
 
     def _read_plan(self, plan: Any) -> None:
         """A plan's totals, the figures every view of it shows, its instalment amounts and how many carry each."""
@@ -224,34 +253,28 @@ class _Known:
         self.counts.update(n for n in (len(unpaid), len(live)) if n > 1)
 
     def complete(self) -> _Known:
-        """Read everything: the records and what the calls about the target showed (once)."""
-        self._read_records()
-        if not self._calls_read:
-            self._calls_read = True
-            mine = _target_ids(self._episode)
-            for e in self._episode.events:
-                if e.status != "ok" or e.tool in TEXT_ARGS or e.kind == "say":
-                    continue  # what the agent wrote is judged, never evidence for itself
-                if _ids_in(e.args) <= mine:  # a call about the target (or about nobody): what it showed is theirs
-                    self._absorb(e.args)
-                    self._absorb(e.result)
-            self._minor.clear()
+        """Read everything (once)."""
+        while self._read_more():
+            pass
         return self
 
     def has_amount(self, value: Decimal, currencies: Iterable[str] = ()) -> bool:
         """Whether ``value`` (normalised) is a known amount (in one of ``currencies``, or of no stated currency;
         in any currency when none is given)."""
-        self._read_records()
         currencies = tuple(currencies)
-        if currencies:
-            return any(value in self._pool(c) for c in currencies) or any(
-                value in self.complete()._pool(c) for c in currencies)
-        return value in self.amounts or value in self.complete().amounts
+        while True:
+            if any(value in self._pool(c) for c in currencies) if currencies else value in self.amounts:
+                return True
+            if not self._read_more():
+                return False
 
     def has_date(self, value: date) -> bool:
         """Whether ``value`` is a known date."""
-        self._read_records()
-        return value in self.dates or value in self.complete().dates
+        while True:
+            if value in self.dates:
+                return True
+            if not self._read_more():
+                return False
 
     def derives(self, value: Decimal, currency: str, stated_counts: Iterable[int] = ()) -> bool:
         """Whether ``value`` is one arithmetic step from the operands in ``currency`` (see :attr:`operands`).
