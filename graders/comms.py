@@ -146,8 +146,9 @@ class _Known:
     Nothing is read until a text states a figure; then the sources are read cheapest first (the
     request and the policy, the target's plans, every figure of the target's records, the days of
     the calls, what the calls showed), each only when a figure is not found in those before it.
-    A check that needs every figure (arithmetic, the nearest known amount) reads them all. Amounts are kept by currency (None: an amount whose currency nothing says, good for
-    any) and sign-less (a decrease, a refund or a credit is stated as a positive amount).
+    A check that needs every figure (arithmetic, the nearest known amount) reads them all. Amounts
+    are kept by currency (None: an amount whose currency nothing says, good for any) and sign-less
+    (a decrease, a refund or a credit is stated as a positive amount).
     """
 
     def __init__(self, episode: Any) -> None:

@@ -32,12 +32,14 @@ import functools
 import re
 import unicodedata
 import weakref
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from simworld._world.models import memo
 
 __all__ = ["COMMON_WORDS", "disclosures"]
+
+T = TypeVar("T")
 
 #: Honorifics before a family name: with one, a family name names a person whatever word it is.
 HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "sir", "madam", "dame", "mister", "messrs"})
@@ -133,6 +135,36 @@ class _Person:
                        if len(_digits(m.group(0))) >= 7]
 
 
+class _People:
+    """Every customer of a world, in id order, looked up by the first word of their family name and by e-mail."""
+
+    def __init__(self, people: dict[str, _Person]) -> None:
+        self.people = dict(sorted(people.items()))
+        self.by_family: dict[str, list[_Person]] = {}
+        self.by_email: dict[str, list[_Person]] = {}
+        for p in self.people.values():
+            if p.family:
+                self.by_family.setdefault(p.family[0], []).append(p)
+            if p.email:
+                self.by_email.setdefault(p.email, []).append(p)
+        self.with_phones = [p for p in self.people.values() if p.phones]
+
+
+def _everyone(episode: Any) -> _People:
+    """The customers of the episode's initial and final states (the earlier record of one changed). When the
+    episode changed no customer record, the snapshot's, read once per snapshot."""
+    initial, final = episode.initial_state, episode.final_state
+    if initial.base is final.base and not any(t == "customers" for s in (initial, final) for t, _ in s.overlay):
+        return _kept(initial.base, "people", lambda base: _People(
+            {c.id: memo(c, "_disclosure_person", _Person) for c in base.tables["customers"].values()}))
+    people: dict[str, _Person] = {}
+    for state in (initial, final):
+        for customer in state.records("customers"):
+            if customer.id not in people:
+                people[customer.id] = memo(customer, "_disclosure_person", _Person)
+    return _People(people)
+
+
 class _Index:
     """Every customer of the episode, their records' ids, and what the parties themselves hold.
 
@@ -142,23 +174,29 @@ class _Index:
     def __init__(self, episode: Any, parties: Iterable[str]) -> None:
         self.episode = episode
         self.parties = set(parties)
-        self.people: dict[str, _Person] = {}
-        for state in (episode.initial_state, episode.final_state):
-            for customer in state.records("customers"):
-                if customer.id not in self.people:
-                    self.people[customer.id] = memo(customer, "_disclosure_person", _Person)
-        party_people = [self.people[p] for p in sorted(self.parties) if p in self.people]
+        self.everyone = _everyone(episode)
+        party_people = [self.everyone.people[p] for p in sorted(self.parties) if p in self.everyone.people]
         self.party_people = party_people
         self.party_names = {p.full for p in party_people}
         self.party_families = {p.family for p in party_people if p.family}
         self.party_emails = {p.email for p in party_people} | {
             e.casefold() for e in _EMAIL.findall(episode.request)}
-        self.third = [p for cid, p in sorted(self.people.items()) if cid not in self.parties]
-        self.by_family: dict[str, list[_Person]] = {}
-        for p in self.third:
-            if p.family and p.full not in self.party_names:
-                self.by_family.setdefault(p.family[0], []).append(p)
-        self.by_email = {p.email: p for p in self.third if p.email and p.email not in self.party_emails}
+
+    def by_family(self, word: str) -> list[_Person]:
+        """The third parties whose family name starts with ``word`` (folded), unless a party has their name."""
+        return [p for p in self.everyone.by_family.get(word, ())
+                if p.id not in self.parties and p.full not in self.party_names]
+
+    def by_email(self, address: str) -> _Person | None:
+        """The third party with e-mail ``address`` (folded), unless a party holds it too (of two, the later id)."""
+        if address in self.party_emails:
+            return None
+        found = [p for p in self.everyone.by_email.get(address, ()) if p.id not in self.parties]
+        return found[-1] if found else None
+
+    def with_phones(self) -> list[_Person]:
+        """The third parties whose notes hold a phone number, in id order."""
+        return [p for p in self.everyone.with_phones if p.id not in self.parties]
 
     @functools.cached_property
     def request(self) -> str:
@@ -210,21 +248,22 @@ def _base_ids(base: Any) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-_BASES: dict[int, tuple[Any, dict[str, list[tuple[str, str]]]]] = {}
+_KEPT: dict[tuple[int, str], tuple[Any, Any]] = {}
 
 
-def _ids_of(base: Any) -> dict[str, list[tuple[str, str]]]:
-    """:func:`_base_ids` of ``base``, kept while the snapshot lives (a process holds a few at most)."""
-    kept = _BASES.get(id(base))
+def _kept(base: Any, key: str, compute: Callable[[Any], T]) -> T:
+    """``compute(base)`` for a snapshot, kept while the snapshot lives (a process holds a few at most)."""
+    k = (id(base), key)
+    kept = _KEPT.get(k)
     if kept is None or kept[0]() is not base:
-        kept = (weakref.ref(base, lambda _ref, key=id(base): _BASES.pop(key, None)), _base_ids(base))
-        _BASES[id(base)] = kept
+        kept = (weakref.ref(base, lambda _ref, k=k: _KEPT.pop(k, None)), compute(base))
+        _KEPT[k] = kept
     return kept[1]
 
 
 def _owner_in(state: Any, folded: str) -> tuple[str, str] | None:
     """The owner of the record whose id folds to ``folded`` in ``state``: its customer, through its policy."""
-    candidates = list(_ids_of(state.base).get(folded, ()))
+    candidates = list(_kept(state.base, "ids", _base_ids).get(folded, ()))
     for (table, rid), record in state.overlay.items():
         if table in _ID_KINDS and rid.casefold() == folded:
             candidates.append((table, rid))
@@ -282,7 +321,7 @@ def _emails(index: _Index, text: str, add: Any) -> None:
     plain = _SPELT.sub(lambda m: m.group(1) + "@" + _SPELT_DOT.sub(".", m.group(2)), plain)
     for m in _EMAIL.finditer(plain):
         address = m.group(0).strip(".-").casefold()
-        person = index.by_email.get(address)
+        person = index.by_email(address)
         if person is not None:
             add("email", person.id, m.group(0).strip(".-"))
 
@@ -313,7 +352,7 @@ def _names(index: _Index, text: str, add: Any) -> None:
     words = _words(text)
     folded = [w for w, *_ in words]
     for i, (word, _written, start, _end) in enumerate(words):
-        for person in index.by_family.get(word, ()):
+        for person in index.by_family(word):
             n = len(person.family)
             if tuple(folded[i:i + n]) != person.family:
                 continue
@@ -373,6 +412,6 @@ def _reversed_after(person: _Person, text: str, words: list[tuple[str, str, int,
 def _phones(index: _Index, text: str, add: Any) -> None:
     for m in _PHONE.finditer(text):
         digits = _digits(m.group(0))
-        for person in index.third:
+        for person in index.with_phones():
             if any(_same_phone(digits, phone) for phone in person.phones):
                 add("phone", person.id, m.group(0))
