@@ -251,12 +251,16 @@ def _base_ids(base: Any) -> dict[str, list[tuple[str, str]]]:
 _KEPT: dict[tuple[int, str], tuple[Any, Any]] = {}
 
 
+def _forget(key: tuple[int, str], _ref: Any) -> None:
+    _KEPT.pop(key, None)
+
+
 def _kept(base: Any, key: str, compute: Callable[[Any], T]) -> T:
     """``compute(base)`` for a snapshot, kept while the snapshot lives (a process holds a few at most)."""
     k = (id(base), key)
     kept = _KEPT.get(k)
     if kept is None or kept[0]() is not base:
-        kept = (weakref.ref(base, lambda _ref, k=k: _KEPT.pop(k, None)), compute(base))
+        kept = (weakref.ref(base, functools.partial(_forget, k)), compute(base))
         _KEPT[k] = kept
     return kept[1]
 
