@@ -1,0 +1,143 @@
+"""CPU per graded episode, this tree against a baseline, as full runs and in one process.
+
+Run: python benchmarks/bench_cpu.py [--baseline 73dab4e] [--seeds 60] [--rounds 3] [--agents reference,random]
+
+``--baseline`` is a directory holding an older checkout, or a git revision of this repository (exported
+to a temporary directory with ``git archive``). For each agent, in rounds that alternate the two trees
+(new, old, new, old, ...), so a change in the machine's speed hits both alike:
+
+1. **full runs**: ``simworld run --seeds S..S+N-1`` as a child process, no disk cache (every solution
+   played), a fresh block of seeds each round, timed by the kernel (user + system CPU of the child), and
+   the same with one seed. CPU per graded episode is (CPU of the N-seed run - CPU of the one-seed run) /
+   (28 x (N - 1)): what one more episode costs a run, start-up excluded. The one-seed run less its episodes
+   is the fixed cost of a run.
+2. **in one process**: ``simworld.run_suite`` through the public API, writing a run directory (result
+   lines, their hashes and the event files: everything a run does), timed with ``time.process_time``
+   around the call after one warm-up seed. This is a split of the same work without start-up, not a
+   substitute for (1).
+
+Prints each figure per round and the median ratio new/old, and writes the figures to
+``benchmarks/results/cpu.json`` (``--out`` to change). Nothing is asserted: machines are shared and
+noisy, so quote the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = 28
+
+IN_PROCESS = """
+import os, sys, tempfile, time
+os.environ["SIMWORLD_NO_CACHE"] = "1"
+import simworld
+agent_name, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+suite, factory = simworld.load_suite(), simworld.build_agent_factory(agent_name)
+with tempfile.TemporaryDirectory() as tmp:
+    simworld.run_suite(suite, [first - 1], agent_name, factory, os.path.join(tmp, "warm"))
+    t = time.process_time()
+    simworld.run_suite(suite, list(range(first, first + count)), agent_name, factory, os.path.join(tmp, "run"))
+    print(time.process_time() - t)
+"""
+
+
+def child_cpu(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    """User + system CPU seconds of ``cmd`` run to completion as a child (and its children)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
+    env = {**os.environ, "PYTHONPATH": str(tree), "SIMWORLD_NO_CACHE": "1", "SIMWORLD_PROGRESS_EVERY": "1000000"}
+    out = work / f"run-{first}-{count}"
+    cmd = [sys.executable, "-c", "import sys; from simworld.cli import main; sys.argv[0] = 'simworld'; main()",
+           "run", "--seeds", f"{first}..{first + count - 1}", "--agent", agent, "--out", str(out)]
+    try:
+        return child_cpu(cmd, env, work)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def in_process(tree: Path, agent: str, first: int, count: int) -> float:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS, agent, str(first), str(count)], env=env, check=True,
+                          capture_output=True, text=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def baseline_tree(spec: str, work: Path) -> Path:
+    """``spec`` as a directory, or a git revision of this repository exported into ``work``."""
+    if Path(spec).is_dir():
+        return Path(spec).resolve()
+    target = work / "baseline"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", spec], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baseline", default="73dab4e", help="an older checkout's directory or a git revision")
+    ap.add_argument("--seeds", type=int, default=60, help="seeds of a full run (28 episodes each)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--agents", default="reference,random")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cpu.json")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="simworld-bench-cpu-"))
+    trees = {"new": ROOT, "old": baseline_tree(args.baseline, work)}
+    figures: dict[str, dict[str, dict[str, list[float]]]] = {}
+    try:
+        seed = 100_000
+        for agent in args.agents.split(","):
+            fig = figures[agent] = {k: {"per_episode_ms": [], "fixed_s": [], "in_process_ms": []} for k in trees}
+            for r in range(args.rounds):
+                for name, tree in trees.items():  # the same seeds for both trees in a round
+                    many = full_run(tree, agent, seed, args.seeds, work)
+                    one = full_run(tree, agent, seed + args.seeds, 1, work)
+                    per = (many - one) / (SUITE * (args.seeds - 1))
+                    fixed = one - SUITE * per
+                    split = in_process(tree, agent, seed + args.seeds + 1, args.seeds) / (SUITE * args.seeds)
+                    fig[name]["per_episode_ms"].append(per * 1e3)
+                    fig[name]["fixed_s"].append(fixed)
+                    fig[name]["in_process_ms"].append(split * 1e3)
+                    print(f"{agent} round {r + 1} {name}: full run {per * 1e3:.3f} ms/episode "
+                          f"({1 / per:,.0f} episodes per CPU-second), fixed {fixed:.2f} CPU-s; "
+                          f"in one process {split * 1e3:.3f} ms/episode", flush=True)
+                seed += 2 * args.seeds + 2
+        summary: dict[str, dict[str, float]] = {}
+        for agent, fig in figures.items():
+            summary[agent] = {}
+            for key in ("per_episode_ms", "fixed_s", "in_process_ms"):
+                ratios = [n / o for n, o in zip(fig["new"][key], fig["old"][key], strict=True)]
+                summary[agent][key] = round(statistics.median(ratios), 3)
+                print(f"{agent}: {key} new/old median {statistics.median(ratios):.3f} "
+                      f"(new {statistics.median(fig['new'][key]):.3f}, old {statistics.median(fig['old'][key]):.3f})")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({
+            "command": "python benchmarks/bench_cpu.py " + " ".join(sys.argv[1:]),
+            "baseline": args.baseline, "seeds": args.seeds, "rounds": args.rounds,
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "when": time.strftime("%Y-%m-%d"), "ratios_new_over_old": summary, "figures": figures,
+        }, indent=2) + "\n", encoding="utf-8")
+        print(f"written: {args.out}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
