@@ -98,7 +98,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -577,18 +577,18 @@ class Facts:
             t == "escalations" and initial.get(t, rid) is None for t, rid in final.overlay)
         self.schedule_calls = sum(1 for e in episode.events if e.tool == "set_schedule" and e.status == "ok")
 
-    @property
+    @functools.cached_property
     def unpaid_changed(self) -> bool:
         def key(insts: Sequence[Any]) -> list[tuple[Any, ...]]:
             return sorted((i.seq, i.due_date, i.amount, i.paid_amount) for i in insts)
         return key(self.unpaid_before) != key(self.unpaid_after) or self.deferrals > 0
 
-    @property
+    @functools.cached_property
     def due_moved(self) -> bool:
         before = {i.seq: i.due_date for i in self.unpaid_before}
         return self.due_day_changes > 0 or any(before.get(i.seq, i.due_date) != i.due_date for i in self.unpaid_after)
 
-    @property
+    @functools.cached_property
     def business_changed(self) -> bool:
         initial, final = self.episode.initial_state, self.episode.final_state
         before = [r for r in target_records(self.episode, initial) if r.table != "customers"]
@@ -647,25 +647,25 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
         return "the fee was waived" if facts.fee_waived and not facts.fee_open else None
     if kind == "fee_open":
         return "the fee was waived" if facts.fee_waived and not facts.fee_open else None
-    done: dict[str, tuple[bool, str, str]] = {
-        "due_moved": (facts.due_moved, "no due date moved", "the due dates were moved"),
-        "schedule_changed": (facts.unpaid_changed, "the unpaid instalments did not change",
+    done: dict[str, tuple[Callable[[], bool], str, str]] = {
+        "due_moved": (lambda: facts.due_moved, "no due date moved", "the due dates were moved"),
+        "schedule_changed": (lambda: facts.unpaid_changed, "the unpaid instalments did not change",
                              "the unpaid instalments were changed"),
-        "deferred": (facts.deferrals > 0, "no instalment was deferred", "an instalment was deferred"),
-        "payment_applied": (bool(facts.payments), "no payment was posted", "a payment was posted"),
-        "policy_cancelled": (facts.cancelled, "the policy was not cancelled", "the policy was cancelled"),
-        "collected": (bool(facts.unpaid_after) and not facts.cancelled, "no unpaid instalment remains",
+        "deferred": (lambda: facts.deferrals > 0, "no instalment was deferred", "an instalment was deferred"),
+        "payment_applied": (lambda: bool(facts.payments), "no payment was posted", "a payment was posted"),
+        "policy_cancelled": (lambda: facts.cancelled, "the policy was not cancelled", "the policy was cancelled"),
+        "collected": (lambda: bool(facts.unpaid_after) and not facts.cancelled, "no unpaid instalment remains",
                       "unpaid instalments remain"),
-        "instalments_cancelled": (len(facts.unpaid_after) < len(facts.unpaid_before) or facts.cancelled,
+        "instalments_cancelled": (lambda: len(facts.unpaid_after) < len(facts.unpaid_before) or facts.cancelled,
                                   "no instalment was cancelled", ""),
-        "refund_issued": (facts.refund, "no refund was recorded", ""),
-        "instalment_waived": (facts.instalment_waived, "no instalment was waived", ""),
-        "premium_changed": (facts.premium, "the premium did not change", ""),
-        "escalated": (facts.escalated, f"the outcome is {facts.outcome}, not escalate", ""),
-        "declined": (facts.outcome == "decline", f"the outcome is {facts.outcome}, not decline", ""),
-        "approved": (facts.outcome == "act" and facts.business_changed, "nothing requested was done", ""),
-        "changed": (facts.business_changed, "nothing of the customer's changed", ""),
-        "rate_changed": (False, "rates are never changed here (a rate change is escalated)", ""),
+        "refund_issued": (lambda: facts.refund, "no refund was recorded", ""),
+        "instalment_waived": (lambda: facts.instalment_waived, "no instalment was waived", ""),
+        "premium_changed": (lambda: facts.premium, "the premium did not change", ""),
+        "escalated": (lambda: facts.escalated, f"the outcome is {facts.outcome}, not escalate", ""),
+        "declined": (lambda: facts.outcome == "decline", f"the outcome is {facts.outcome}, not decline", ""),
+        "approved": (lambda: facts.outcome == "act" and facts.business_changed, "nothing requested was done", ""),
+        "changed": (lambda: facts.business_changed, "nothing of the customer's changed", ""),
+        "rate_changed": (lambda: False, "rates are never changed here (a rate change is escalated)", ""),
     }
     if kind == "currency":
         if not affirmed:
@@ -698,7 +698,8 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
         return None
     if kind not in done or s.mode == "history":
         return None
-    happened, false_done, false_not = done[kind]
+    holds, false_done, false_not = done[kind]
+    happened = holds()
     if affirmed:
         # A schedule set to what it already was is still a schedule set as said ("split into 8" over 8 equal parts):
         # the claim is borne out by the call and by the count checked below.

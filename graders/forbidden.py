@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from simworld._grading.projection import group_key, record_paths
+from simworld._grading.projection import group_key, group_records, record_paths
 from simworld._grading.verdict import Check, Verdict
 from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES
 
@@ -97,6 +97,7 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
     found: dict[tuple[str, str], dict[str, Any]] = {}
     previous = initial
     business = set(BUSINESS_TABLES) | set(COMMS_TABLES)
+    last: dict[tuple[str, str], tuple[Any, ...]] = {}
     for event, state in zip(episode.events, episode.states, strict=True):
         if state is previous:
             continue
@@ -104,6 +105,11 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
         groups = {group_key(state, *k) for k in state.overlay
                   if k[0] in business and state.get(*k) is not initial.get(*k)}
         for group in sorted(groups):
+            held = group_records(state, *group)
+            if last.get(group) is not None and len(last[group]) == len(held) and all(
+                    a is b for a, b in zip(last[group], held, strict=True)):
+                continue  # the same records as at the last change: every path they break is already found
+            last[group] = held
             before = record_paths(initial, *group)
             after = record_paths(state, *group)
             for path in sorted(set(before) | set(after)):

@@ -17,7 +17,7 @@ from typing import Any
 from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, canonical_json, memo, to_json
 from simworld._world.state import State
 
-__all__ = ["Projection", "diff", "group_key", "project", "record_paths", "same_records", "touched"]
+__all__ = ["Projection", "diff", "group_key", "group_records", "project", "record_paths", "same_records", "touched"]
 
 Projection = dict[str, Any]
 
@@ -45,6 +45,15 @@ def group_key(state: State, table: str, rid: str) -> tuple[str, str]:
     if table in _BY_PARENT:
         return table, getattr(state.get(table, rid), _BY_PARENT[table])
     return table, rid
+
+
+def group_records(state: State, table: str, key: str) -> tuple[Any, ...]:
+    """The records projected under ``(table, key)`` in ``state`` (see :func:`group_key`): a payment's or credit's
+    plan's payments or credits in order, else the one record (None when absent). The same objects in two states
+    project the same paths."""
+    if table in _BY_PARENT:
+        return tuple(state.children(table, _BY_PARENT[table], key))
+    return (state.get(table, key),)
 
 
 def record_paths(state: State, table: str, key: str) -> Projection:
