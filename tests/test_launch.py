@@ -142,7 +142,8 @@ class TestTheSameBytes:
 
 class TestTheRunPathStaysLight:
     def test_a_run_imports_no_command_line_library_and_no_extra(self, tmp_path: Path) -> None:
-        """`simworld run` imports none of typer, click, pydantic, rich, hypothesis, the integrations' packages, or
+        """`simworld run` of simworld's own agent imports none of typer, click, pydantic, rich, hypothesis,
+        freezegun (no foreign code runs: see test_guard.py), the process pools, the integrations' packages, or
         simworld's report, export, serve and integration modules."""
         code = ("import runpy, sys\n"
                 "sys.argv = ['simworld', 'run', '--scenario', 'waive-small-fee', '--out', 'o']\n"
@@ -154,7 +155,8 @@ class TestTheRunPathStaysLight:
         assert done.returncode == 0, done.stderr
         loaded = ast.literal_eval(done.stdout.strip().splitlines()[-1])
         assert "simworld._running.runner" in loaded  # the check looks at a process that ran
-        heavy = ("typer", "click", "pydantic", "rich", "hypothesis", "inspect_ai", "gymnasium", "verifiers", "ray",
+        heavy = ("typer", "click", "pydantic", "rich", "hypothesis", "freezegun", "multiprocessing", "concurrent",
+                 "inspect_ai", "gymnasium", "verifiers", "ray",
                  "mcp", "httpx", "simworld._edges.cli", "simworld._edges.report", "simworld._edges.export",
                  "simworld._edges.serve", "simworld._edges.inspect", "simworld._running.strategies")
         assert [m for m in loaded if m.split(".")[0] in heavy or m in heavy] == []
