@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from simworld._running.runner import RunResult
     from simworld._scenario.scenario import Scenario
 
-__all__ = ["Progress", "echo", "parse_shard", "run_command"]
+__all__ = ["Progress", "echo", "run_command"]
 
 
 def _fail(message: str) -> int:
@@ -92,7 +92,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
-def parse_shard(text: str | None) -> tuple[int, int] | None:
+def _parse_shard(text: str | None) -> tuple[int, int] | None:
     """``--shard I/N`` as ``(I, N)`` (None when not given); a ValueError says what is wrong with it."""
     if text is None:
         return None
@@ -138,7 +138,7 @@ def run_command(*, seed: int | None = None, seeds: str | None = None, world: Pat
     if fail_under is not None and not 0.0 <= fail_under <= 1.0:
         return _fail(f"--fail-under {fail_under!r} must lie between 0 and 1 (it is compared with the mean score).")
     try:
-        shard_ij = parse_shard(shard)
+        shard_ij = _parse_shard(shard)
     except ValueError as exc:
         return _fail(str(exc))
     pinned: dict[str, object] | None = None  # the world's parameters, with --world
