@@ -114,7 +114,8 @@ def read_run(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, Any] 
 
 def main() -> None:
     """Console-script entry point (``simworld``, ``python -m simworld``): see the module's docstring."""
-    options = read_run(sys.argv[1:], os.environ)
+    # On Windows typer expands wildcards in the arguments first: leave those command lines to it.
+    options = read_run(sys.argv[1:], os.environ) if os.name != "nt" else None
     if options is None:
         from simworld._edges.cli import main as typer_main
 
