@@ -1,5 +1,5 @@
 """``python -m simworld`` runs the command line."""
 
-from simworld._edges.cli import main
+from simworld._edges.launch import main
 
 main()

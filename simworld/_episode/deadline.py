@@ -31,7 +31,6 @@ processes, where such a death loses only the episode.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import signal
@@ -146,6 +145,8 @@ class DeadlineCaller:
             return
         self._jobs.put(_STOP)
         # Stop a pure-Python loop at its next bytecode; harmless if the thread is blocked in C or already done.
+        import ctypes  # here: only a timed-out agent needs it
+
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AgentTimeout))
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -28,7 +29,6 @@ from simworld._episode.episode import Episode
 from simworld._episode.judge import graded_line
 from simworld._episode.play import AgentFactory, play
 from simworld._episode.replay import rebuild
-from simworld._running.executors import in_processes, on_ray
 from simworld._running.job import Job, run_episode, store_episode
 from simworld._running.rundir import (
     EVENTS,
@@ -54,8 +54,11 @@ from simworld._world.splits import format_seeds
 from simworld._world.state import canonical_bytes
 from simworld.errors import ReplayError, RunDirError, ScenarioError
 
-__all__ = ["IDENTITY", "RunResult", "grid", "regrade", "run_header", "run_one", "run_suite", "simworld_version",
-           "suite_digest"]
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+__all__ = ["IDENTITY", "OWN_AGENTS", "RunResult", "grid", "own_code_only", "regrade", "run_header", "run_one",
+           "run_suite", "simworld_version", "suite_digest"]
 
 
 def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Episode, dict[str, Any]]:
@@ -128,7 +131,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
               shard: tuple[int, int] | None = None, resume: bool = False, overwrite: bool = False,
               keep_results: bool = True, snapshot: str | None = None,
               settings: dict[str, Any] | None = None, workers: int = 1, executor: str = "local",
-              ray_address: str | None = None, isolate: bool = False) -> RunResult:
+              ray_address: str | None = None, isolate: bool = False, guard_time: bool = True) -> RunResult:
     """Run ``agent_factory``'s agents over the (scenario, seed, trial) grid; grade; write to ``out`` as it goes.
 
     Each episode's event file and then its result line are on disk as soon as it is graded,
@@ -143,6 +146,12 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     network); lines are still written in grid order and are the same, since each episode
     depends only on its agent's actions. freezegun is process-wide, so concurrent runs do
     not show simulated time to foreign code.
+
+    ``guard_time`` (with one thread in this process) starts freezegun for the run, so that foreign code (the
+    agent, a custom grader or hook, a user's tool) that reads ``datetime.now()`` sees simulated time. A run
+    whose every piece is simworld's own code, which reads only the world's clock, may pass False and save
+    freezegun's import and module scan (tens of milliseconds, most of a one-seed run's start); see
+    :func:`own_code_only`.
 
     With ``workers`` > 1 episodes run on that many forked processes (CPU-bound agents: every
     core), and with ``executor="ray"`` as Ray tasks on the cluster at ``ray_address`` (a local
@@ -235,14 +244,20 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
 
     try:
         if executor == "ray":
+            from simworld._running.executors import on_ray
+
             stored(on_ray(todo, agent_name, agent_factory, out, address=ray_address))
         elif workers > 1 or isolate:
+            from simworld._running.executors import in_processes
+
             stored(in_processes(todo, agent_name, agent_factory, out, workers))
         elif concurrency == 1:
-            with TimeGuard() as guard:
+            with TimeGuard() if guard_time else nullcontext() as guard:
                 for line in (one(job, guard) for job in todo):
                     _record(line, results_file, tally, kept if keep_results else None, lock)
         else:
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=concurrency) as pool:
                 for line in _in_order(pool, lambda job: one(job, None), todo, 4 * concurrency):
                     _record(line, results_file, tally, kept if keep_results else None, lock)
@@ -277,6 +292,33 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
         write_meta(out, meta)
     return RunResult(tuple(kept), out, wall, summary, tally.episodes, tally.passed, tally.harness_errors,
                      tally.mean_total, tally.episodes - resumed, resumed)
+
+
+#: The ``--agent`` kinds that are simworld's own code, played in this process.
+OWN_AGENTS = ("reference", "noop", "random", "drift:", "scripted:")
+
+
+def own_code_only(agent: str, scenarios: Sequence[Scenario]) -> bool:
+    """Whether a run of the agent ``--agent agent`` names over ``scenarios`` runs only simworld's own code in its
+    episodes: an agent of :data:`OWN_AGENTS` (not ``python:``, ``cmd:`` or ``openai:``), every grader and hook one
+    of the built-in ``graders/``, every registered tool one of simworld's. Then no ``datetime.now()`` needs
+    freezegun (``run_suite(guard_time=False)``)."""
+    import graders
+    from simworld._world.tools import TOOLS
+
+    if not any(agent == kind or (kind.endswith(":") and agent.startswith(kind)) for kind in OWN_AGENTS):
+        return False
+    home = Path(graders.__file__).parent
+
+    def built_in(fn: Any) -> bool:
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        where = getattr(module, "__file__", None)
+        return where is not None and Path(where).parent == home
+
+    if not all(built_in(g.fn) for s in scenarios for g in s.expectations.graders) or \
+            any(s.expectations.post_run for s in scenarios):
+        return False
+    return all(getattr(t.fn, "__module__", "").startswith("simworld._world.tools.") for t in TOOLS.values())
 
 
 def _label(job: Job, trials: int) -> str:
@@ -383,9 +425,56 @@ def run_header(agent: str, argv: Iterable[str] = ()) -> dict[str, Any]:
 
 def simworld_version() -> str:
     """The installed simworld version (``0+unknown`` from a source tree without metadata)."""
+    found = _plain_version()
+    if found is not None:
+        return found
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("simworld")
     except PackageNotFoundError:
         return "0+unknown"
+
+
+def _plain_version() -> str | None:
+    """What ``importlib.metadata.version("simworld")`` finds, in the plain case, without importing it (about 10 ms:
+    it brings the email and zip packages): the first ``simworld-*.dist-info`` in the first directory of
+    ``sys.path`` that holds one, as its path finder searches them. None whenever the case is not plain (another
+    finder of distributions, a zip or egg on the path, an egg-info, metadata it would parse differently): then
+    importlib.metadata answers."""
+    import importlib.machinery
+
+    if any(getattr(f, "find_distributions", None) is not None for f in sys.meta_path
+           if f is not importlib.machinery.PathFinder):
+        return None
+    for entry in sys.path:
+        root = entry or "."
+        try:
+            children = os.listdir(root)
+        except OSError:
+            if os.path.exists(root):
+                return None  # a zip file (or a directory it cannot list): importlib.metadata's business
+            continue
+        if os.path.basename(root).lower().endswith(".egg"):
+            return None
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")) and \
+                    re.sub(r"[-_.]+", "_", low.rpartition(".")[0].partition("-")[0]) == "simworld":
+                return _dist_info_version(os.path.join(root, child)) if low.endswith(".dist-info") else None
+    return None
+
+
+def _dist_info_version(path: str) -> str | None:
+    """The ``Version:`` header of a dist-info's METADATA, when it is one plain line; else None."""
+    try:
+        with open(os.path.join(path, "METADATA"), encoding="utf-8") as f:
+            head = f.read(65536).split("\n\n", 1)[0].splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for i, line in enumerate(head):
+        if line.startswith("Version:"):
+            value = line.removeprefix("Version:").strip()
+            folded = i + 1 < len(head) and head[i + 1][:1] in (" ", "\t")
+            return value if value and not folded and value.isascii() else None
+    return None

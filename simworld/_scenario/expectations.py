@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
 from simworld._grading.contract import GATES, PARTS, GraderSpec, resolve_callable, resolve_grader
 from simworld._world.vocab import COUNTERS, STOP_REASONS
@@ -185,23 +186,46 @@ def _custom(path: Path, entries: Any, where: str, search: Path) -> list[GraderSp
     return out
 
 
+#: Built-in graders whose load-time check passed in this process, by (function, path, part, arguments as JSON):
+#: the same function with the same arguments passes again, and inspect.signature is most of a suite's load.
+_CHECKED: dict[tuple[Any, str, str, bytes], bool] = {}
+_CHECKED_SIZE = 4096
+
+
+def _built_in(path: str, args: dict[str, Any], where: str, *, part: str) -> GraderSpec:
+    """:func:`resolve_grader` for a grader of ``graders/``, the check of its signature and ``args`` done once."""
+    fn = resolve_callable(path, where)
+    try:
+        key = (fn, path, part, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
+        wants_solutions = _CHECKED.get(key)
+    except TypeError:  # arguments that are not JSON values, or an unhashable callable: check every time
+        return resolve_grader(path, args, where, part=part)
+    if wants_solutions is not None:
+        return GraderSpec(path, fn, dict(args), part, wants_solutions)
+    spec = resolve_grader(path, args, where, part=part)
+    if len(_CHECKED) >= _CHECKED_SIZE:
+        _CHECKED.clear()
+    _CHECKED[key] = spec.wants_solutions
+    return spec
+
+
 def build_expectations(path: Path, data: dict[str, Any], tools: tuple[str, ...], outcomes: tuple[str, ...],
                        search: Path) -> Expectations:
     """Resolve the grading keys of one task.json (already checked for unknown top-level keys)."""
     where = str(path)
-    graders = [resolve_grader("graders.outcome:allowed_outcomes", {"allowed": list(outcomes)}, where,
+    graders = [_built_in("graders.outcome:allowed_outcomes", {"allowed": list(outcomes)}, where,
                               part="outcome")]
     expect_state = data.get("expected_final_state", True)
     if not isinstance(expect_state, bool):
         raise _err(path, f"expected_final_state must be true or false but got {expect_state!r}.")
     if expect_state:
-        graders.append(resolve_grader("graders.state:expected_final_state", {}, where, part="state"))
+        graders.append(_built_in("graders.state:expected_final_state", {}, where, part="state"))
     steps = _steps(path, data.get("required_steps", []), tools)
     if steps:
-        graders.append(resolve_grader("graders.steps:required_steps", {"steps": list(steps)}, where, part="steps"))
+        graders.append(_built_in("graders.steps:required_steps", {"steps": list(steps)}, where, part="steps"))
     patterns = _patterns(path, data.get("forbidden_changes", ["paid_instalments", "currency", "outside_target"]))
     if patterns:
-        graders.append(resolve_grader("graders.forbidden:forbidden_changes", {"patterns": patterns}, where,
+        graders.append(_built_in("graders.forbidden:forbidden_changes", {"patterns": patterns}, where,
                                       part="forbidden"))
     for key, grader, part in (("unauthorised_actions", "graders.authority:unauthorised_actions", "authority"),
                               ("money_invariants", "graders.money:money_invariants", "money")):
@@ -212,13 +236,13 @@ def build_expectations(path: Path, data: dict[str, Any], tools: tuple[str, ...],
             setting = {}
         if not isinstance(setting, dict):
             raise _err(path, f"{key} must be true, false or an object of the grader's args but got {setting!r}.")
-        graders.append(resolve_grader(grader, setting, where, part=part))
+        graders.append(_built_in(grader, setting, where, part=part))
     comms = _communications(path, data.get("communications", True))
     if comms is not None:
-        graders.append(resolve_grader("graders.comms:communications", comms, where, part="comms"))
+        graders.append(_built_in("graders.comms:communications", comms, where, part="comms"))
     bounds = _requires(path, data.get("requires", {}))
     if bounds:
-        graders.append(resolve_grader("graders.requires:requires", {"bounds": bounds}, where, part="requires"))
+        graders.append(_built_in("graders.requires:requires", {"bounds": bounds}, where, part="requires"))
     hooks = data.get("hooks", {})
     _closed(path, "hooks", hooks, _HOOK_KEYS)
     own = _custom(path, hooks.get("pre_grade", []), "hooks.pre_grade", search)

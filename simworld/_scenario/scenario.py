@@ -246,32 +246,39 @@ def load_scenario(directory: str | os.PathLike[str], loader: SnapshotLoader | No
     """
     directory = as_path(directory, "directory")
     task_path = directory / "task.json"
-    problem = _schema_problem(task_path)
+    data, problem = _schema_problem(task_path)
     if problem:
         raise _fail(task_path, problem)
     try:
-        return _load_scenario(directory, loader, snapshot)
+        return _load_scenario(directory, loader, snapshot, data)
     except SimworldError:
         raise
     except Exception as exc:  # never a traceback: a shape no check foresaw is still one line naming the file
         raise _fail(task_path, f"cannot load ({type(exc).__name__}: {exc})") from None
 
 
-def _schema_problem(task_path: Path) -> str | None:
-    """The first way task.json breaks the published schema, with where to read the format; None if it fits."""
+def _schema_problem(task_path: Path) -> tuple[Any, str | None]:
+    """task.json's JSON (:data:`_UNREAD` when it cannot be read or parsed: the loader names why), and the first way
+    it breaks the published schema, with where to read the format (None if it fits)."""
     try:
         data = orjson.loads(read_bounded(task_path, MAX_SCENARIO_FILE_BYTES, ScenarioError, "task.json"))
     except (OSError, ScenarioError, orjson.JSONDecodeError):  # the loader names each of these
-        return None
+        return _UNREAD, None
     problem = first_error(data, load_schema("task.schema.json"), root="task.json")
-    return f"{problem}; the format is simworld/schemas/task.schema.json (README: Writing a scenario)" if problem \
-        else None
+    return data, (f"{problem}; the format is simworld/schemas/task.schema.json (README: Writing a scenario)"
+                  if problem else None)
 
 
-def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str | None) -> Scenario:
+#: task.json not read yet (or not readable: read again, so that the loader's own message names the problem).
+_UNREAD = object()
+
+
+def _load_scenario(directory: Path, loader: SnapshotLoader | None, snapshot: str | None,
+                   data: Any = _UNREAD) -> Scenario:
     loader = loader or SnapshotLoader()
     task_path = directory / "task.json"
-    data = read_json_file(task_path, ScenarioError, "a scenario directory needs a task.json")
+    if data is _UNREAD:
+        data = read_json_file(task_path, ScenarioError, "a scenario directory needs a task.json")
     if not isinstance(data, dict):
         raise _fail(task_path, "expected a JSON object at the top level.")
     _closed(task_path, "task.json", data, TASK_KEYS)

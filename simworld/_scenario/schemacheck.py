@@ -18,7 +18,7 @@ import functools
 import json
 import math
 import re
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from simworld._world.files import MAX_SCENARIO_FILE_BYTES, read_bounded
@@ -46,7 +46,13 @@ def read_json_file(path: Any, error: type[SimworldError], what: str) -> Any:
 @functools.lru_cache(maxsize=8)
 def load_schema(name: str) -> dict[str, Any]:
     """A schema shipped in ``simworld/schemas`` (e.g. ``task.schema.json``), parsed once."""
-    text = resources.files("simworld").joinpath("schemas", name).read_text(encoding="utf-8")
+    shipped = Path(__file__).resolve().parents[1] / "schemas" / name
+    if shipped.is_file():  # an installed or checked-out package: read it where it lies
+        text = shipped.read_text(encoding="utf-8")
+    else:  # a package served some other way (a zip): importlib.resources finds it (and costs ~5 ms to import)
+        from importlib import resources
+
+        text = resources.files("simworld").joinpath("schemas", name).read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

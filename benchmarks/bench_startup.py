@@ -1,0 +1,158 @@
+"""The fixed cost of a one-seed run: the CPU of ``simworld run --seed 42`` minus its episodes, against a baseline.
+
+Run: python benchmarks/bench_startup.py [--baseline REF_OR_DIR] [--runs 10] [--out FILE]
+
+Each tree (this checkout, and ``--baseline``: a git ref of this repository, exported to a
+temporary directory, or the directory of another checkout) is run as whole processes,
+``python -m simworld ...`` with ``PYTHONPATH`` set to the tree, the trees alternating in
+every round so that a noisy machine slows both alike. Each process's CPU (user + system)
+is read from the kernel when it is reaped (``os.wait4``). In every round, for each tree:
+
+- ``one``: ``simworld run --seed 42`` (the whole suite, 28 episodes);
+- ``two``: ``simworld run --seeds 42..43``: one seed more, so ``episodes = two - one`` is
+  what one seed's episodes cost, and ``fixed = one - episodes`` is the rest: the interpreter,
+  imports, reading the arguments and the suite, run.json, the table;
+- ``help``: ``simworld --help``;
+- ``python``: ``python -c pass``, the interpreter alone (the floor under every figure).
+
+Figures are medians over the rounds; each one's smallest sample is reported too (a loaded
+machine only ever adds CPU), and ``least_fixed`` compares the smallest one-seed runs less the
+median episodes. Bytecode is compiled once into a private cache (``PYTHONPYCACHEPREFIX``)
+before timing, as an installed package has it, and each tree has its own warm end-state
+cache (``SIMWORLD_CACHE_DIR``), as repeated runs do. The summary is printed and written as
+JSON (default ``benchmarks/results/startup.json``); nothing is asserted: quote the ratios,
+which one run measures on both trees alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = {
+    "one": ["run", "--seed", "42", "--overwrite"],
+    "two": ["run", "--seeds", "42..43", "--overwrite"],
+    "help": ["--help"],
+}
+
+
+def cpu_of(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    """CPU seconds (user + system) of ``cmd`` as a child process, read when it is reaped; it must exit 0."""
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err.decode(errors='replace')}")
+    return usage.ru_utime + usage.ru_stime
+
+
+class Tree:
+    """One source tree, measured as whole ``python -m simworld`` processes."""
+
+    def __init__(self, label: str, path: Path, work: Path) -> None:
+        self.label, self.path, self.work = label, path, work / label
+        self.work.mkdir()
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.env.update(PYTHONPATH=str(path), PYTHONPYCACHEPREFIX=str(work / "pyc"),
+                        SIMWORLD_CACHE_DIR=str(self.work / "cache"), SIMWORLD_PROGRESS_EVERY="100000")
+        self.samples: dict[str, list[float]] = {name: [] for name in (*COMMANDS, "episodes", "fixed", "python")}
+
+    def measure(self, keep: bool = True) -> None:
+        """One round: each command once; with ``keep`` the figures are recorded."""
+        got = {}
+        for name, args in COMMANDS.items():
+            out = ["--out", str(self.work / "out")] if args[0] == "run" else []
+            got[name] = cpu_of([sys.executable, "-m", "simworld", *args, *out], self.env, self.work)
+        got["python"] = cpu_of([sys.executable, "-c", "pass"], self.env, self.work)
+        got["episodes"] = got["two"] - got["one"]
+        got["fixed"] = got["one"] - got["episodes"]
+        if keep:
+            for name, value in got.items():
+                self.samples[name].append(value)
+
+    def medians(self) -> dict[str, float]:
+        return {name: round(statistics.median(values), 4) for name, values in self.samples.items()}
+
+    def least(self) -> dict[str, float]:
+        """Each figure's smallest sample: a shared machine only ever adds CPU (cache misses, a busy sibling core)."""
+        return {name: round(min(values), 4) for name, values in self.samples.items()}
+
+
+def commit_of(path: Path) -> str | None:
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 and (path / ".git").exists() else None
+
+
+def baseline_tree(spec: str, work: Path) -> tuple[Path, str]:
+    """The baseline's source directory and how to name it: a directory as given, else a git ref exported."""
+    if Path(spec).is_dir():
+        return Path(spec), commit_of(Path(spec)) or "a checkout"
+    target = work / "baseline-src"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", spec], capture_output=True)
+    if archive.returncode != 0:
+        raise SystemExit(f"--baseline {spec!r}: neither a directory nor a git ref of this repository "
+                         f"({archive.stderr.decode().strip()}).")
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    ref = subprocess.run(["git", "-C", str(ROOT), "rev-parse", spec], capture_output=True, text=True).stdout.strip()
+    return target, ref
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", default="main", help="git ref of this repository, or a checkout's directory")
+    ap.add_argument("--runs", type=int, default=10, help="rounds (each tree's commands once per round)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "startup.json")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="simworld-bench-startup-"))
+    try:
+        base_path, base_name = baseline_tree(args.baseline, work)
+        trees = [Tree("baseline", base_path, work), Tree("this", ROOT, work)]
+        for tree in trees:  # compile the bytecode and fill the end-state cache, untimed
+            tree.measure(keep=False)
+        for i in range(args.runs):
+            for tree in trees if i % 2 == 0 else trees[::-1]:
+                tree.measure()
+        old, new = (t.medians() for t in trees)
+        ratios = {name: round(new[name] / old[name], 3) for name in ("fixed", "one", "help")}
+        ratios["fixed_above_python"] = round((new["fixed"] - new["python"]) / (old["fixed"] - old["python"]), 3)
+        old_least, new_least = (t.least() for t in trees)
+        ratios["least_one"] = round(new_least["one"] / old_least["one"], 3)
+        ratios["least_fixed"] = round((new_least["one"] - new["episodes"]) / (old_least["one"] - old["episodes"]), 3)
+        report = {
+            "command": "python benchmarks/bench_startup.py " + " ".join(sys.argv[1:]),
+            "what": "CPU seconds (user+system) of whole processes, medians; fixed = one - (two - one), where one is "
+                    "`simworld run --seed 42` and two is `simworld run --seeds 42..43`",
+            "rounds": args.runs,
+            "baseline": base_name,
+            "this": commit_of(ROOT),
+            "baseline_cpu_s": old,
+            "this_cpu_s": new,
+            "baseline_least_cpu_s": old_least,
+            "this_least_cpu_s": new_least,
+            "ratio_this_to_baseline": ratios,
+        }
+        for label, m in (("baseline", old), ("this", new)):
+            print(f"{label:>8}: one-seed run {m['one']:.3f} CPU-s = episodes {m['episodes']:.3f} + fixed "
+                  f"{m['fixed']:.3f} (interpreter alone {m['python']:.3f}); --help {m['help']:.3f}")
+        print("ratio this/baseline: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+        print(f"written to {args.out}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
