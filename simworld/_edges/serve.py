@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from simworld._edges.serve_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access
+from simworld._edges.serve_rpc import Rpc, tool_entries
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode
 from simworld._episode.judge import graded_line
@@ -161,9 +162,8 @@ class EpisodeSession:
         self.seal_error: str | None = None
         #: Why the episode ended, once it has.
         self.stop_reason: str | None = None
-        #: The real time of the session's last HTTP request and how many are in flight (for the idle sweep).
+        #: The real time of the session's last HTTP request (for the idle sweep).
         self.last_active = wall_monotonic()
-        self.in_flight = 0
         self.instructions = _instructions(scenario, self.env)
 
     @property
@@ -288,6 +288,10 @@ class EpisodeSessions:
         self._open[key] = session
         return session
 
+    def __len__(self) -> int:
+        """How many sessions are open."""
+        return len(self._open)
+
     def get(self, key: str | None) -> EpisodeSession | None:
         """The episode of session ``key``, if it is open."""
         return None if key is None else self._open.get(key)
@@ -309,7 +313,7 @@ class EpisodeSessions:
         for key, session in list(self._open.items()):
             session.expire()
             idle = self.idle_timeout_s
-            if idle is not None and session.in_flight == 0 and now - session.last_active > idle:
+            if idle is not None and now - session.last_active > idle:
                 self.close(key, f"the client left: no request for {idle:g} s")
 
 
@@ -324,12 +328,8 @@ def _build_server(sessions: EpisodeSessions) -> Server[Any]:
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    tools = []
-    for schema in sessions.tool_schemas:
-        read_only = TOOLS[schema["name"]].kind is Kind.READ
-        tools.append(types.Tool(name=schema["name"], description=schema["description"],
-                                input_schema=schema["parameters"],
-                                annotations=types.ToolAnnotations(read_only_hint=read_only)))
+    # The same tool objects the HTTP transport serves (simworld._edges.serve_rpc), read by the SDK's model.
+    tools = [types.Tool.model_validate(entry, by_alias=True) for entry in tool_entries(sessions.tool_schemas)]
     prompt = types.Prompt(name="task", description="The billing desk's policy and the customer's request.")
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None,
@@ -396,15 +396,15 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
         raise ServeError(f"--out {str(out)!r} is a file; give a directory.")
     try:
         import anyio
-        from mcp.server.stdio import stdio_server
 
         if transport == "http":
             import uvicorn
+        else:
+            from mcp.server.stdio import stdio_server
     except ImportError as exc:
         raise MissingDependency(_MISSING_MCP, name="mcp") from exc
 
     sessions = EpisodeSessions(scenario, run_seed, out, idle_timeout_s if transport == "http" else None)
-    server = _build_server(sessions)
 
     async def sweep_forever() -> None:
         while True:
@@ -421,6 +421,7 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
             tg.cancel_scope.cancel()
 
     if transport == "stdio":
+        server = _build_server(sessions)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         sessions.open(STDIO)
@@ -436,9 +437,11 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
     sock = bind(host, port)  # before anything is printed or written: a busy port is one error line
 
     async def run_http() -> None:
-        app = HttpGate(server.streamable_http_app(host=host, session_idle_timeout=idle_timeout_s), sessions, token)
-        # A client holding a stream open must not keep a stopping server (and its unrecorded episodes) waiting.
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+        app = HttpGate(sessions, Rpc(sessions, simworld_version()), token,
+                       loopback=host in ("127.0.0.1", "localhost", "::1"))
+        # A client holding a connection open must not keep a stopping server (and its unrecorded episodes) waiting.
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
+                                lifespan="on", access_log=False)
         _log(f"serving one episode per MCP session at http://{_url_host(host)}:{sock.getsockname()[1]}/mcp "
              "(Ctrl-C to stop)")
         async with anyio.create_task_group() as tg:
