@@ -13,10 +13,11 @@ and ``ClientSession``, the SDK's own client). Each session slot plays episode af
 scenario's reference solution call by call, then ends the session (DELETE). Every reply must equal, byte for
 byte, the reply a lone session got for the same call (a session that saw another's writes would get another
 schedule back: that is cross-talk), and every result line the server writes must be a passing episode of
-exactly the solution's calls. The server's CPU (user + system, from ``/proc``) over the measured window,
-divided by the tool calls completed in it, is the figure; it includes everything the server does for those
-episodes (initialize, DELETE, grading, writing results and event files). The server's RSS is sampled at the
-start and end of the window.
+exactly the solution's calls. Slots start episodes for ``--warmup`` + ``--seconds`` and finish the one they
+are in, so the server's CPU (user + system, from ``/proc``) from just before the clients start to just after
+they exit covers whole episodes; divided by the tool calls they made, it is the figure. It includes everything
+the server does for those episodes (initialize, DELETE, grading, writing results and event files). The
+server's RSS is read before the clients start, after the warm-up, at the end and after the last episode.
 
 **Open loop** (``--open-loop``): calls are offered at half the capacity the closed loop measured at 50 sessions
 (tool calls per wall second of that run), spread over 50 sessions on a fixed schedule, and the latency of each
@@ -63,7 +64,7 @@ def _cpu_s(pid: int) -> float:
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
+            return round(int(line.split()[1]) / 1024, 1)
     return 0.0
 
 
@@ -253,7 +254,12 @@ def _percentile(values: list[float], q: float) -> float:
 
 def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float, procs: int,
             rate: float | None = None) -> dict[str, Any]:
-    """One server of ``tree`` under ``sessions`` slots: closed loop, or open loop at ``rate`` calls/s."""
+    """One server of ``tree`` under ``sessions`` slots: closed loop, or open loop at ``rate`` calls/s.
+
+    Slots start episodes for ``warmup + seconds`` and finish the one they are in, so the server's CPU from just
+    before the clients start to just after they exit covers whole episodes: it is divided by every tool call
+    they made. RSS is read before the clients start, after ``warmup``, at the end and after the last episode.
+    """
     out = work / f"out-{tree.name}-{sessions}-{'open' if rate else 'closed'}-{time.monotonic_ns()}"
     server = Server(tree, out)
     try:
@@ -261,35 +267,40 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
             "url": server.url, "sessions": 0, "until": 0}).decode()], stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": str(ROOT)})])
         expected = lone["expected"]
+        pid = server.proc.pid
+        rss = [_rss_mb(pid)]
+        cpu0 = _cpu_s(pid)
         start = time.time()
-        window = (start + warmup, start + warmup + seconds)
         interval = sessions / rate if rate else None
-        clients = _clients(server.url, sessions, procs, window[1], expected, interval)
-        time.sleep(max(0.0, window[0] - time.time()))
-        cpu0, rss0 = _cpu_s(server.proc.pid), _rss_mb(server.proc.pid)
-        time.sleep(max(0.0, window[1] - time.time()))
-        cpu1, rss1 = _cpu_s(server.proc.pid), _rss_mb(server.proc.pid)
+        clients = _clients(server.url, sessions, procs, start + warmup + seconds, expected, interval)
+        time.sleep(warmup)
+        rss.append(_rss_mb(pid))
+        time.sleep(seconds)
+        rss.append(_rss_mb(pid))
         reports = _collect(clients)
+        cpu1 = _cpu_s(pid)
+        rss.append(_rss_mb(pid))
     finally:
         server.stop()
-    stamps = [s for r in reports for s in r["stamps"]]
-    inside = [lat for t, lat in stamps if window[0] <= t < window[1]]
+    stamps = sorted(s for r in reports for s in r["stamps"])
+    latencies = [lat for _, lat in stamps]
     episodes = sum(r["episodes"] for r in reports)
     errors = [e for r in reports for e in r["errors"]]
     crosstalk = sum(r["crosstalk"] for r in reports)
-    lines = _lines(out)
+    lines = _lines(out)[1:]  # the first is the lone episode's
     bad_lines = [line for line in lines if not (line["passed"] and line["counters"]["tool_calls"] == len(expected))]
     shutil.rmtree(out, ignore_errors=True)
-    calls = len(inside)
+    calls = len(stamps)
+    span = stamps[-1][0] - stamps[0][0] if calls > 1 else float("nan")
     return {
         "tree": str(tree), "sessions": sessions, "mode": "open" if rate else "closed",
-        "offered_calls_per_s": rate, "window_s": seconds, "tool_calls": calls, "episodes": episodes,
+        "offered_calls_per_s": rate, "tool_calls": calls, "episodes": episodes,
         "server_cpu_s": round(cpu1 - cpu0, 3),
         "server_cpu_ms_per_call": round(1000 * (cpu1 - cpu0) / calls, 3) if calls else None,
-        "calls_per_s": round(calls / seconds, 1),
-        "latency_ms": {"p50": round(1000 * _percentile(inside, 0.5), 2),
-                       "p99": round(1000 * _percentile(inside, 0.99), 2)},
-        "rss_mb": {"start": round(rss0, 1), "end": round(rss1, 1)},
+        "calls_per_s": round(calls / span, 1),
+        "latency_ms": {"p50": round(1000 * _percentile(latencies, 0.5), 2),
+                       "p99": round(1000 * _percentile(latencies, 0.99), 2)},
+        "rss_mb": {"before": rss[0], "after_warmup": rss[1], "end": rss[2], "after_last_episode": rss[3]},
         "errors": len(errors), "error_samples": errors[:3], "crosstalk": crosstalk,
         "result_lines": len(lines), "bad_result_lines": len(bad_lines),
     }
@@ -300,8 +311,9 @@ def main() -> None:
     parser.add_argument("--old", type=Path, help="a second tree to measure, alternating with this one")
     parser.add_argument("--new", type=Path, default=ROOT, help="the tree to measure (default: this one)")
     parser.add_argument("--sessions", default="20,50,200")
-    parser.add_argument("--seconds", type=float, default=20.0, help="the measured window per level")
-    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="how long slots keep starting episodes after the warm-up")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds before the second RSS reading")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--open-loop", action="store_true")

@@ -128,18 +128,29 @@ def _instructions(scenario: Scenario, env: Environment) -> str:
             f"The customer's request:\n\n{env.request}")
 
 
-def _claim_trial(events: Path, scenario_id: str, seed: int) -> int:
-    """The first trial number of (scenario, seed) without an event file in ``events``, claimed by creating that
-    file empty (``O_EXCL``): distinct for every episode, even across ``serve`` processes sharing one ``--out``."""
-    events.mkdir(parents=True, exist_ok=True)
-    trial = 0
-    while True:
-        try:
-            os.close(os.open(events / event_file_name(scenario_id, seed, trial), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                             0o644))
-            return trial
-        except FileExistsError:
-            trial += 1
+class Trials:
+    """Claims trial numbers for the episodes of one (scenario, seed) written to one ``--out``.
+
+    A number is claimed by creating its event file empty (``O_EXCL``), so numbers are distinct for every episode,
+    even across ``serve`` processes sharing one ``--out``. The search starts past the last number this server
+    claimed, so the thousandth episode costs one ``open`` like the first, not a thousand.
+    """
+
+    def __init__(self) -> None:
+        self._next = 0
+
+    def claim(self, events: Path, scenario_id: str, seed: int) -> int:
+        """The first unclaimed trial number from the last one claimed here on, now claimed."""
+        events.mkdir(parents=True, exist_ok=True)
+        trial = self._next
+        while True:
+            try:
+                os.close(os.open(events / event_file_name(scenario_id, seed, trial),
+                                 os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                self._next = trial + 1
+                return trial
+            except FileExistsError:
+                trial += 1
 
 
 class EpisodeSession:
@@ -148,10 +159,12 @@ class EpisodeSession:
     The MCP layer only translates; everything simworld-specific is here.
     """
 
-    def __init__(self, scenario: Scenario, seed: int, out: Path | None = None, *, number: int = 0) -> None:
+    def __init__(self, scenario: Scenario, seed: int, out: Path | None = None, *, number: int = 0,
+                 trials: Trials | None = None) -> None:
         self.scenario = scenario
         self.seed = seed
         self.out = out
+        self._trials = Trials() if trials is None else trials
         #: The session's number in its server, from 0 (for the operator's log lines).
         self.number = number
         self.env = Environment(scenario, seed, agent_name="mcp")
@@ -233,7 +246,7 @@ class EpisodeSession:
             if error is not None:
                 episode = attrs.evolve(episode, error=error)
             self.stop_reason = episode.stop_reason
-            trial = _claim_trial(out / EVENTS, scenario.id, seed) if out is not None else 0
+            trial = self._trials.claim(out / EVENTS, scenario.id, seed) if out is not None else 0
         except Exception as exc:  # nothing to grade, or nowhere to write: the operator's to see
             self.seal_error = f"{type(exc).__name__}: {exc}"
             _log(f"session {self.number}: could not seal or record the episode: {self.seal_error}\n"
@@ -275,6 +288,7 @@ class EpisodeSessions:
         #: How many sessions have been opened.
         self.opened = 0
         self._open: dict[str, EpisodeSession] = {}
+        self._trials = Trials()
         env = Environment(scenario, seed, agent_name="mcp")
         env.reset()
         self.instructions = _instructions(scenario, env)
@@ -283,7 +297,7 @@ class EpisodeSessions:
 
     def open(self, key: str) -> EpisodeSession:
         """Start the episode of a new session."""
-        session = EpisodeSession(self.scenario, self.seed, self.out, number=self.opened)
+        session = EpisodeSession(self.scenario, self.seed, self.out, number=self.opened, trials=self._trials)
         self.opened += 1
         self._open[key] = session
         return session
@@ -440,8 +454,10 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
         app = HttpGate(sessions, Rpc(sessions, simworld_version()), token,
                        loopback=host in ("127.0.0.1", "localhost", "::1"))
         # A client holding a connection open must not keep a stopping server (and its unrecorded episodes) waiting.
+        # No proxy in front to trust, and no Date or Server header a client reads: less to do per response.
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
-                                lifespan="on", access_log=False)
+                                lifespan="on", access_log=False, proxy_headers=False, server_header=False,
+                                date_header=False, http=_http_parser())
         _log(f"serving one episode per MCP session at http://{_url_host(host)}:{sock.getsockname()[1]}/mcp "
              "(Ctrl-C to stop)")
         async with anyio.create_task_group() as tg:
@@ -452,7 +468,7 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
     try:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-        anyio.run(run_http)
+        anyio.run(run_http, backend_options={"use_uvloop": _has("uvloop")})
     finally:  # the lifespan's shutdown has recorded the open episodes already, unless the loop died first
         sock.close()
         sessions.close_all(ENDED_BY_SERVER)
@@ -468,6 +484,19 @@ async def _stop_on_signal(sessions: EpisodeSessions, scope: Any) -> None:
             sessions.close_all(ENDED_BY_SERVER)
             scope.cancel()
             return
+
+
+def _has(module: str) -> bool:
+    """Whether ``module`` can be imported (without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _http_parser() -> str:
+    """uvicorn's HTTP implementation: httptools (C, several times cheaper per request) when installed, as the
+    ``mcp`` extra installs it, else h11."""
+    return "httptools" if _has("httptools") else "h11"
 
 
 def _url_host(host: str) -> str:

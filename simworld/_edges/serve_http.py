@@ -114,7 +114,9 @@ def check_access(host: str, allow_remote: bool, token: str | None) -> None:
 def bind(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host:port`` (not yet listening): a busy port is refused here, before anything is
     served or printed."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and without it a
+    # response written as headers then body waits out the client's delayed ACK (~40 ms) on a kept-alive connection.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     # As uvicorn does: a port left in TIME_WAIT by a server just stopped is free again; one listening is not.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -206,7 +208,10 @@ class HttpGate:
         elif method == "DELETE":
             status, body = self._delete(headers)
             await _send(send, status, body)
-        else:  # GET included: this server opens no stream of its own, as the transport allows
+        elif method == "GET":  # this server opens no stream of its own, as the transport allows
+            # No body: a client that gives up on the stream without reading one can keep the connection.
+            await _send(send, 405, b"", _ALLOW)
+        else:
             await _send(send, *_error(405, INVALID_REQUEST, f"Method Not Allowed: {method}; use POST (and DELETE "
                                       "to end a session)"), _ALLOW)
 
