@@ -327,18 +327,15 @@ async def _read_body(headers: dict[bytes, bytes], receive: Receive) -> bytes | N
         return None
     message = await receive()
     body = message.get("body", b"")
-    if not message.get("more_body"):
-        return body
-    chunks = [body]
-    size = len(body)
-    while message.get("more_body"):
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+    if message.get("more_body"):
+        chunks = [body]
+        size = len(body)
+        while message.get("more_body") and size <= MAX_BODY:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+        body = b"".join(chunks)
+    return None if len(body) > MAX_BODY else body
 
 
 async def _send(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes]) -> None:
