@@ -228,6 +228,17 @@ class TestSessions:
         assert (missing, unknown, again) == (400, 404, 400)
         assert orjson.loads(body)["id"] == 5 and "initialize" in _error(unknown_body)[1]
 
+    def test_initialize_beyond_the_session_limit_is_503(self, wire: Wire, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With as many sessions open as the limit allows, initialize is 503 and opens nothing; ending one (DELETE)
+        makes room."""
+        monkeypatch.setattr(serve_http, "MAX_SESSIONS", 2)
+        first, _ = wire.open(), wire.open()
+        status, headers, body = wire.request(body=INIT)
+        assert (status, _error(body)[0]) == (503, -32603) and b"mcp-session-id" not in headers
+        assert len(wire.sessions) == 2
+        wire.request("DELETE", headers={"mcp-session-id": first})
+        assert wire.request(body=INIT)[0] == 200
+
     def test_notifications_and_responses_are_accepted_with_202(self, wire: Wire) -> None:
         """A notification, or a response to a request, is 202 with no body; the session goes on."""
         sid = wire.open()

@@ -332,10 +332,9 @@ class EpisodeSessions:
 
 
 def _build_server(sessions: EpisodeSessions) -> Server[Any]:
-    """The low-level MCP server over ``sessions``: tools, a ``task`` prompt, and the instructions.
-
-    A tool call goes to the episode of the MCP session that sent it: the session named by the HTTP request's
-    ``mcp-session-id`` header, or the stdio transport's one session.
+    """The SDK's low-level MCP server over ``sessions`` for the stdio transport: tools, a ``task`` prompt, and the
+    instructions; a tool call goes to the stdio transport's one session. (HTTP is answered without the SDK:
+    :mod:`simworld._edges.serve_http`.)
     """
     import mcp.types as types
     from mcp.server import ServerRequestContext
@@ -351,9 +350,8 @@ def _build_server(sessions: EpisodeSessions) -> Server[Any]:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        request = ctx.request  # the HTTP request that carried the call; None on stdio
-        session = sessions.get(STDIO if request is None else request.headers.get("mcp-session-id"))
-        if session is None:  # a sessionless (stateless) HTTP request: there is no episode for it to act on
+        session = sessions.get(STDIO)
+        if session is None:  # the stdio session is open from start to end; never reached
             return types.CallToolResult(content=[types.TextContent(text=_NO_SESSION)], is_error=True,
                                         structured_content={"status": "error", "error": "no session"})
         reply = session.call(params.name, params.arguments)
