@@ -71,7 +71,7 @@ def _rss_mb(pid: int) -> float:
 class Server:
     """``simworld serve --transport http`` of the tree at ``tree``, in its own process."""
 
-    def __init__(self, tree: Path, out: Path) -> None:
+    def __init__(self, tree: Path, out: Path, nice: int = 0) -> None:
         self.port = _free_port()
         self.out = out
         self.log = out.parent / f"{out.name}.log"
@@ -82,6 +82,8 @@ class Server:
                 [sys.executable, "-m", "simworld", "serve", "--transport", "http", "--port", str(self.port),
                  "--scenario", SCENARIO, "--seed", str(SEED), "--out", str(out)],
                 cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
+        if nice:  # other processes on a shared machine then take CPU from the clients, not from the server
+            os.setpriority(os.PRIO_PROCESS, self.proc.pid, nice)
         deadline = time.monotonic() + 60
         while True:
             if self.proc.poll() is not None:
@@ -215,6 +217,84 @@ def client_main(spec: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+async def _raw_slot(port: int, k: int, spec: dict[str, Any], steps: list[Any], variables: dict[str, Any],
+                    calls: _Calls, report: dict[str, Any]) -> None:
+    """One session slot over a plain HTTP/1.1 keep-alive connection: the requests the SDK client makes for an
+    episode (initialize, initialized, tools/list, the calls, DELETE), each call paced when ``interval`` is set."""
+    import asyncio
+
+    from simworld._world.templates import resolve_args
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    host = f"127.0.0.1:{port}".encode()
+
+    async def http(method: bytes, message: Any = None, sid: bytes | None = None) -> tuple[bytes, bytes]:
+        body = b"" if message is None else orjson.dumps(message)
+        head = [b"%s /mcp HTTP/1.1" % method, b"host: " + host, b"accept: application/json, text/event-stream",
+                b"content-type: application/json", b"content-length: %d" % len(body)]
+        if sid is not None:
+            head += [b"mcp-session-id: " + sid, b"mcp-protocol-version: 2025-11-25"]
+        writer.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        response = await reader.readuntil(b"\r\n\r\n")
+        fields = dict(line.split(b": ", 1) for line in response.split(b"\r\n")[1:] if b": " in line)
+        return response, await reader.readexactly(int(fields.get(b"content-length", b"0")))
+
+    interval, expected = spec.get("interval"), spec["expected"]
+    due = time.perf_counter() + (interval * k / spec["sessions"] if interval else 0.0)
+    try:
+        while time.time() < spec["until"]:
+            response, _ = await http(b"POST", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+            sid = response.split(b"mcp-session-id: ", 1)[1].split(b"\r\n", 1)[0]
+            await http(b"POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+            await http(b"POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, sid)
+            results: list[Any] = []
+            texts: list[str] = []
+            for i, step in enumerate(steps):
+                args = resolve_args(step.args, variables, results, f"step {i}")
+                if interval:
+                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                started = due if interval else time.perf_counter()
+                _, body = await http(b"POST", {"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
+                                               "params": {"name": step.tool, "arguments": args}}, sid)
+                calls.due = started
+                calls.done(started)
+                due += interval or 0.0
+                result = orjson.loads(body)["result"]
+                texts.append("\n".join(block["text"] for block in result["content"]))
+                if result["isError"]:
+                    raise RuntimeError(f"tool error: {texts[-1]}")
+                results.append(orjson.loads(result["content"][0]["text"]))
+            await http(b"DELETE", None, sid)
+            report["episodes"] += 1
+            if texts != expected:
+                report["crosstalk"] += 1
+    except Exception as exc:
+        report["errors"].append(f"{type(exc).__name__}: {exc}"[:300])
+    finally:
+        writer.close()
+
+
+def raw_client_main(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec["sessions"]`` slots of :func:`_raw_slot` until ``spec["until"]``."""
+    import asyncio
+    from urllib.parse import urlsplit
+
+    steps, variables = _solution()
+    port = urlsplit(spec["url"]).port or 80
+    calls = _Calls()
+    report: dict[str, Any] = {"episodes": 0, "errors": [], "crosstalk": 0}
+
+    async def main() -> None:
+        await asyncio.gather(*(_raw_slot(port, k, spec, steps, variables, calls, report)
+                               for k in range(spec["sessions"])))
+
+    asyncio.run(main())
+    offset = time.time() - time.perf_counter()
+    report["stamps"] = [(t + offset, lat) for t, lat in calls.stamps]
+    return report
+
+
 async def _episode_alone(url: str, steps: list[Any], variables: dict[str, Any]) -> list[str]:
     import httpx2
 
@@ -226,12 +306,12 @@ async def _episode_alone(url: str, steps: list[Any], variables: dict[str, Any]) 
 
 
 def _clients(url: str, sessions: int, procs: int, until: float, expected: list[str],
-             interval: float | None = None) -> list[subprocess.Popen[bytes]]:
+             interval: float | None = None, raw: bool = False) -> list[subprocess.Popen[bytes]]:
     shares = [sessions // procs + (1 if i < sessions % procs else 0) for i in range(procs)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return [subprocess.Popen([sys.executable, __file__, "--client", orjson.dumps({
-        "url": url, "sessions": n, "until": until, "expected": expected, "interval": interval}).decode()],
-        stdout=subprocess.PIPE, env=env) for n in shares if n]
+        "url": url, "sessions": n, "until": until, "expected": expected, "interval": interval,
+        "raw": raw}).decode()], stdout=subprocess.PIPE, env=env) for n in shares if n]
 
 
 def _collect(procs: list[subprocess.Popen[bytes]]) -> list[dict[str, Any]]:
@@ -253,15 +333,16 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float, procs: int,
-            rate: float | None = None) -> dict[str, Any]:
+            rate: float | None = None, raw: bool = False, nice: int = 0) -> dict[str, Any]:
     """One server of ``tree`` under ``sessions`` slots: closed loop, or open loop at ``rate`` calls/s.
 
     Slots start episodes for ``warmup + seconds`` and finish the one they are in, so the server's CPU from just
     before the clients start to just after they exit covers whole episodes: it is divided by every tool call
-    they made. RSS is read before the clients start, after ``warmup``, at the end and after the last episode.
+    they made. Latency percentiles are over the calls that end after ``warmup``. RSS is read before the clients
+    start, after ``warmup``, at the end and after the last episode.
     """
-    out = work / f"out-{tree.name}-{sessions}-{'open' if rate else 'closed'}-{time.monotonic_ns()}"
-    server = Server(tree, out)
+    out = work / f"out-{tree.name}-{sessions}-{'open' if rate else 'closed'}-{int(raw)}-{time.monotonic_ns()}"
+    server = Server(tree, out, nice)
     try:
         (lone,) = _collect([subprocess.Popen([sys.executable, __file__, "--client", orjson.dumps({
             "url": server.url, "sessions": 0, "until": 0}).decode()], stdout=subprocess.PIPE,
@@ -272,7 +353,7 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
         cpu0 = _cpu_s(pid)
         start = time.time()
         interval = sessions / rate if rate else None
-        clients = _clients(server.url, sessions, procs, start + warmup + seconds, expected, interval)
+        clients = _clients(server.url, sessions, procs, start + warmup + seconds, expected, interval, raw)
         time.sleep(warmup)
         rss.append(_rss_mb(pid))
         time.sleep(seconds)
@@ -283,7 +364,8 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     finally:
         server.stop()
     stamps = sorted(s for r in reports for s in r["stamps"])
-    latencies = [lat for _, lat in stamps]
+    # Latency counts the calls after the warm-up: the first ones wait behind every session's opening at once.
+    latencies = [lat for t, lat in stamps if t >= start + warmup]
     episodes = sum(r["episodes"] for r in reports)
     errors = [e for r in reports for e in r["errors"]]
     crosstalk = sum(r["crosstalk"] for r in reports)
@@ -294,6 +376,7 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     span = stamps[-1][0] - stamps[0][0] if calls > 1 else float("nan")
     return {
         "tree": str(tree), "sessions": sessions, "mode": "open" if rate else "closed",
+        "client": "raw-http" if raw else "mcp-sdk", "server_nice": nice,
         "offered_calls_per_s": rate, "tool_calls": calls, "episodes": episodes,
         "server_cpu_s": round(cpu1 - cpu0, 3),
         "server_cpu_ms_per_call": round(1000 * (cpu1 - cpu0) / calls, 3) if calls else None,
@@ -317,11 +400,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--open-loop", action="store_true")
+    parser.add_argument("--raw", action="store_true",
+                        help="also measure the server's own capacity and open-loop latency with a plain HTTP client "
+                             "(the SDK client's CPU, not the server's, bounds what it can offer)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "serve.json")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="the servers' scheduling priority in the --raw runs (e.g. -10, as root), so that a "
+                             "loaded machine's other processes do not stand in the server's latency")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client is not None:
-        sys.stdout.buffer.write(orjson.dumps(client_main(orjson.loads(args.client))))
+        spec = orjson.loads(args.client)
+        sys.stdout.buffer.write(orjson.dumps(raw_client_main(spec) if spec.get("raw") else client_main(spec)))
         return
     trees = {"new": args.new.resolve()} | ({"old": args.old.resolve()} if args.old else {})
     levels = [int(n) for n in args.sessions.split(",")]
@@ -338,10 +428,20 @@ def main() -> None:
                     print(orjson.dumps(run).decode(), flush=True)
         if args.open_loop:
             for name, tree in trees.items():
-                closed = [r for r in runs if r["name"] == name and r["sessions"] == 50]
+                closed = [r for r in runs if r["name"] == name and r["sessions"] == 50 and r["mode"] == "closed"]
                 capacity = statistics.median(r["calls_per_s"] for r in closed) if closed else 100.0
                 run = {"name": name, "round": 0, "capacity_calls_per_s": capacity} | measure(
                     tree, work, 50, args.seconds, args.warmup, args.clients, rate=capacity / 2)
+                runs.append(run)
+                print(orjson.dumps(run).decode(), flush=True)
+        if args.raw:
+            for name, tree in trees.items():
+                closed = measure(tree, work, 50, args.seconds, args.warmup, 1, raw=True, nice=args.nice)
+                runs.append({"name": name, "round": 0} | closed)
+                print(orjson.dumps(runs[-1]).decode(), flush=True)
+                capacity = closed["calls_per_s"]
+                run = {"name": name, "round": 0, "capacity_calls_per_s": capacity} | measure(
+                    tree, work, 50, args.seconds, args.warmup, 1, rate=capacity / 2, raw=True, nice=args.nice)
                 runs.append(run)
                 print(orjson.dumps(run).decode(), flush=True)
     finally:
@@ -350,7 +450,7 @@ def main() -> None:
     for name in trees:
         for n in levels:
             mine = [r["server_cpu_ms_per_call"] for r in runs
-                    if r["name"] == name and r["sessions"] == n and r["mode"] == "closed"
+                    if r["name"] == name and r["sessions"] == n and r["mode"] == "closed" and r["client"] == "mcp-sdk"
                     and r["server_cpu_ms_per_call"]]
             if mine:
                 summary[f"{name}@{n}"] = round(statistics.median(mine), 3)

@@ -57,6 +57,7 @@ without it :func:`serve` raises :class:`MissingDependency`.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -451,6 +452,10 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
     async def run_http() -> None:
         app = HttpGate(sessions, Rpc(sessions, simworld_version()), token,
                        loopback=host in ("127.0.0.1", "localhost", "::1"))
+        # Everything loaded so far (modules, the scenario, its snapshot) lives as long as the server: kept out of
+        # the collector's sight, a full collection walks only what sessions made (~5x shorter pauses, which every
+        # call in flight would wait out).
+        gc.freeze()
         # A client holding a connection open must not keep a stopping server (and its unrecorded episodes) waiting.
         # No proxy in front to trust, and no Date or Server header a client reads: less to do per response.
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
