@@ -13,16 +13,13 @@ Errors follow JSON-RPC 2.0: a message that is not JSON is ``-32700``, one that i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from simworld._world.tools import TOOLS, Kind
 
-if TYPE_CHECKING:
-    from simworld._edges.serve import EpisodeSession, EpisodeSessions, Reply
-
-__all__ = ["PROTOCOL_VERSIONS", "Answer", "RpcError", "Rpc", "tool_entries"]
+__all__ = ["PROTOCOL_VERSIONS", "Rpc", "RpcError", "reply_result", "tool_entries"]
 
 #: The protocol revisions this server negotiates with ``initialize``, oldest first; the last is offered to a
 #: client that asks for one not in the list (MCP's version negotiation).
@@ -34,8 +31,25 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-#: A JSON-RPC answer: the HTTP status it goes with and its body.
-Answer = tuple[int, bytes]
+class Reply(Protocol):
+    """The answer to one tool call (:class:`simworld._edges.serve.Reply`)."""
+
+    texts: tuple[str, ...]
+    structured: dict[str, Any] | None
+    is_error: bool
+
+
+class Episode(Protocol):
+    """What a tool call needs of a session's episode (:class:`simworld._edges.serve.EpisodeSession`)."""
+
+    def call(self, name: str, arguments: dict[str, Any] | None) -> Reply: ...
+
+
+class Served(Protocol):
+    """What the answers need of the served scenario (:class:`simworld._edges.serve.EpisodeSessions`)."""
+
+    instructions: str
+    tool_schemas: tuple[dict[str, Any], ...]
 
 
 class RpcError(Exception):
@@ -68,8 +82,7 @@ def _result(request_id: Any, result: bytes) -> bytes:
 
 
 def reply_result(reply: Reply) -> bytes:
-    """The ``CallToolResult`` of a :class:`~simworld._edges.serve.Reply`: text blocks, structured content and
-    ``isError``."""
+    """The ``CallToolResult`` of a reply: text blocks, structured content and ``isError``."""
     result: dict[str, Any] = {"content": [{"type": "text", "text": text} for text in reply.texts],
                               "isError": reply.is_error}
     if reply.structured is not None:
@@ -78,15 +91,15 @@ def reply_result(reply: Reply) -> bytes:
 
 
 class Rpc:
-    """The answers of one served scenario's MCP server, built once from its :class:`EpisodeSessions`.
+    """The answers of one served scenario's MCP server, built once from its episodes.
 
     Args:
-        sessions: the episodes (their instructions and tool schemas are the same for every session).
+        sessions: the episodes (:class:`~simworld._edges.serve.EpisodeSessions`: their instructions and tool
+            schemas are the same for every session).
         version: the server's version, as ``serverInfo.version``.
     """
 
-    def __init__(self, sessions: EpisodeSessions, version: str) -> None:
-        self.sessions = sessions
+    def __init__(self, sessions: Served, version: str) -> None:
         capabilities = {"prompts": {"listChanged": False}, "tools": {"listChanged": False}}
         server_info = {"name": "simworld", "version": version}
         self._initialize = {v: orjson.dumps({"protocolVersion": v, "capabilities": capabilities,
@@ -114,7 +127,7 @@ class Rpc:
         asked = params["protocolVersion"]
         return _result(request_id, self._initialize[asked if asked in self._initialize else PROTOCOL_VERSIONS[-1]])
 
-    def answer(self, session: EpisodeSession, request_id: Any, method: str, params: Any) -> bytes:
+    def answer(self, session: Episode, request_id: Any, method: str, params: Any) -> bytes:
         """The answer to request ``method`` within ``session``: a result, or a JSON-RPC error message."""
         try:
             static = self._static.get(method)
