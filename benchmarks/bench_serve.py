@@ -254,11 +254,13 @@ async def _raw_slot(port: int, k: int, spec: dict[str, Any], steps: list[Any], v
                 args = resolve_args(step.args, variables, results, f"step {i}")
                 if interval:
                     await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                started = due if interval else time.perf_counter()
+                sent = time.perf_counter()
+                started = due if interval else sent
                 _, body = await http(b"POST", {"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
                                                "params": {"name": step.tool, "arguments": args}}, sid)
                 calls.due = started
                 calls.done(started)
+                report["response_s"].append(time.perf_counter() - sent)
                 due += interval or 0.0
                 result = orjson.loads(body)["result"]
                 texts.append("\n".join(block["text"] for block in result["content"]))
@@ -283,7 +285,7 @@ def raw_client_main(spec: dict[str, Any]) -> dict[str, Any]:
     steps, variables = _solution()
     port = urlsplit(spec["url"]).port or 80
     calls = _Calls()
-    report: dict[str, Any] = {"episodes": 0, "errors": [], "crosstalk": 0}
+    report: dict[str, Any] = {"episodes": 0, "errors": [], "crosstalk": 0, "response_s": []}
 
     async def main() -> None:
         await asyncio.gather(*(_raw_slot(port, k, spec, steps, variables, calls, report)
@@ -366,6 +368,9 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     stamps = sorted(s for r in reports for s in r["stamps"])
     # Latency counts the calls after the warm-up: the first ones wait behind every session's opening at once.
     latencies = [lat for t, lat in stamps if t >= start + warmup]
+    # The raw client also times each call from its request written to its response read: without the time the
+    # client itself was late to send it.
+    responses = [x for r in reports for x in r.get("response_s", ())]
     episodes = sum(r["episodes"] for r in reports)
     errors = [e for r in reports for e in r["errors"]]
     crosstalk = sum(r["crosstalk"] for r in reports)
@@ -383,6 +388,8 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
         "calls_per_s": round(calls / span, 1),
         "latency_ms": {"p50": round(1000 * _percentile(latencies, 0.5), 2),
                        "p99": round(1000 * _percentile(latencies, 0.99), 2)},
+        **({"response_ms": {"p50": round(1000 * _percentile(responses, 0.5), 2),
+                            "p99": round(1000 * _percentile(responses, 0.99), 2)}} if responses else {}),
         "rss_mb": {"before": rss[0], "after_warmup": rss[1], "end": rss[2], "after_last_episode": rss[3]},
         "errors": len(errors), "error_samples": errors[:3], "crosstalk": crosstalk,
         "result_lines": len(lines), "bad_result_lines": len(bad_lines),
@@ -434,8 +441,8 @@ def main() -> None:
                     tree, work, 50, args.seconds, args.warmup, args.clients, rate=capacity / 2)
                 runs.append(run)
                 print(orjson.dumps(run).decode(), flush=True)
-        if args.raw:
-            for name, tree in trees.items():
+        if args.raw:  # the plain client reads JSON responses: an SSE-answering server (the old one) cannot be read
+            for name, tree in [("new", trees["new"])]:
                 closed = measure(tree, work, 50, args.seconds, args.warmup, 1, raw=True, nice=args.nice)
                 runs.append({"name": name, "round": 0} | closed)
                 print(orjson.dumps(runs[-1]).decode(), flush=True)
