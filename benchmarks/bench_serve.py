@@ -380,7 +380,7 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     calls = len(stamps)
     span = stamps[-1][0] - stamps[0][0] if calls > 1 else float("nan")
     return {
-        "tree": str(tree), "sessions": sessions, "mode": "open" if rate else "closed",
+        "sessions": sessions, "mode": "open" if rate else "closed",
         "client": "raw-http" if raw else "mcp-sdk", "server_nice": nice,
         "offered_calls_per_s": rate, "tool_calls": calls, "episodes": episodes,
         "server_cpu_s": round(cpu1 - cpu0, 3),
@@ -465,7 +465,9 @@ def main() -> None:
         for n in levels:
             if f"old@{n}" in summary and f"new@{n}" in summary:
                 summary[f"ratio_new_over_old@{n}"] = round(summary[f"new@{n}"] / summary[f"old@{n}"], 3)
-    document = {"command": "python benchmarks/bench_serve.py " + " ".join(sys.argv[1:]),
+    # The trees' own paths are this machine's: the command names them by role.
+    argv = ["OLD_TREE" if args.old and a == str(args.old) else a for a in sys.argv[1:]]
+    document = {"command": "python benchmarks/bench_serve.py " + " ".join(argv),
                 "cpus": os.cpu_count(), "scenario": SCENARIO, "seed": SEED,
                 "server_cpu_ms_per_call": summary, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)

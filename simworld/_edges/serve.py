@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from simworld._edges.serve_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access
+from simworld._edges.serve_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access, installed
 from simworld._edges.serve_rpc import Rpc, tool_entries
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode
@@ -460,7 +460,7 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
         # No proxy in front to trust, and no Date or Server header a client reads: less to do per response.
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
                                 lifespan="on", access_log=False, proxy_headers=False, server_header=False,
-                                date_header=False, http=_http_parser())
+                                date_header=False, http="httptools" if installed("httptools") else "h11")
         _log(f"serving one episode per MCP session at http://{_url_host(host)}:{sock.getsockname()[1]}/mcp "
              "(Ctrl-C to stop)")
         async with anyio.create_task_group() as tg:
@@ -471,7 +471,7 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
     try:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-        anyio.run(run_http, backend_options={"use_uvloop": _has("uvloop")})
+        anyio.run(run_http, backend_options={"use_uvloop": installed("uvloop")})
     finally:  # the lifespan's shutdown has recorded the open episodes already, unless the loop died first
         sock.close()
         sessions.close_all(ENDED_BY_SERVER)
@@ -487,19 +487,6 @@ async def _stop_on_signal(sessions: EpisodeSessions, scope: Any) -> None:
             sessions.close_all(ENDED_BY_SERVER)
             scope.cancel()
             return
-
-
-def _has(module: str) -> bool:
-    """Whether ``module`` can be imported (without importing it)."""
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
-
-
-def _http_parser() -> str:
-    """uvicorn's HTTP implementation: httptools (C, several times cheaper per request) when installed, as the
-    ``mcp`` extra installs it, else h11."""
-    return "httptools" if _has("httptools") else "h11"
 
 
 def _url_host(host: str) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import hmac
+import importlib.util
 import ipaddress
 import secrets
 import socket
@@ -37,7 +38,7 @@ from simworld._edges.serve_rpc import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERR
 from simworld._world.clock import wall_monotonic
 from simworld.errors import SimworldError
 
-__all__ = ["HttpGate", "ServeError", "bind", "check_access", "is_loopback"]
+__all__ = ["HttpGate", "ServeError", "bind", "check_access", "installed", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -157,6 +158,13 @@ def _loopback_origin(value: bytes, scheme: bool) -> bool:
         else:
             return False
     return any(value == name or value.startswith(name + b":") for name in LOOPBACK_NAMES)
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it: uvicorn serves with httptools (its C HTTP parser,
+    several times cheaper per request than h11) and uvloop when they are installed, as the ``mcp`` extra installs
+    them."""
+    return importlib.util.find_spec(module) is not None
 
 
 class HttpGate:
