@@ -22,6 +22,7 @@ from simworld._edges.serve import EpisodeSessions
 from simworld._edges.serve_http import ENDED_BY_CLIENT, ENDED_BY_SERVER, HttpGate
 from simworld._edges.serve_rpc import PROTOCOL_VERSIONS, Rpc
 from simworld._scenario.scenario import load_suite
+from simworld._world.clock import wall_monotonic
 from simworld._world.templates import resolve_args
 from simworld._world.tools import TOOLS, Kind
 
@@ -262,6 +263,25 @@ class TestSessions:
         (line,) = [orjson.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_bytes().splitlines()]
         assert (line["stop_reason"], line["error"], line["counters"]["tool_calls"]) == (
             "agent_stopped", ENDED_BY_CLIENT, 1)
+
+    def test_a_session_idle_past_the_timeout_is_swept_and_a_request_keeps_it(self, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+        """A request marks its session active; one that sends nothing for idle_timeout_s is ended by the sweep as
+        left by its client, and is then 404."""
+        monkeypatch.setattr("sys.stderr", io.StringIO())
+        wire = Wire(tmp_path / "out")
+        quiet, busy = wire.open(), wire.open()
+        for sid in (quiet, busy):
+            session = wire.sessions.get(sid)
+            assert session is not None
+            session.last_active -= 61.0
+        wire.rpc(busy, "ping")
+        wire.sessions.sweep(wall_monotonic())
+        assert wire.sessions.get(quiet) is None and wire.sessions.get(busy) is not None
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        assert wire.request(body=ping, headers={"mcp-session-id": quiet})[0] == 404
+        (line,) = [orjson.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_bytes().splitlines()]
+        assert line["error"] == "the client left: no request for 60 s"
 
     def test_get_is_405_and_other_methods_too(self, wire: Wire) -> None:
         """GET (no server-initiated stream) and PUT are 405 with Allow: POST, DELETE."""
