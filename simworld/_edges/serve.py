@@ -57,6 +57,7 @@ without it :func:`serve` raises :class:`MissingDependency`.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -67,7 +68,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from simworld._edges.serve_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access
+from simworld._edges.serve_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access, installed
+from simworld._edges.serve_rpc import Rpc, tool_entries
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode
 from simworld._episode.judge import graded_line
@@ -127,18 +129,29 @@ def _instructions(scenario: Scenario, env: Environment) -> str:
             f"The customer's request:\n\n{env.request}")
 
 
-def _claim_trial(events: Path, scenario_id: str, seed: int) -> int:
-    """The first trial number of (scenario, seed) without an event file in ``events``, claimed by creating that
-    file empty (``O_EXCL``): distinct for every episode, even across ``serve`` processes sharing one ``--out``."""
-    events.mkdir(parents=True, exist_ok=True)
-    trial = 0
-    while True:
-        try:
-            os.close(os.open(events / event_file_name(scenario_id, seed, trial), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                             0o644))
-            return trial
-        except FileExistsError:
-            trial += 1
+class Trials:
+    """Claims trial numbers for the episodes of one (scenario, seed) written to one ``--out``.
+
+    A number is claimed by creating its event file empty (``O_EXCL``), so numbers are distinct for every episode,
+    even across ``serve`` processes sharing one ``--out``. The search starts past the last number this server
+    claimed, so the thousandth episode costs one ``open`` like the first, not a thousand.
+    """
+
+    def __init__(self) -> None:
+        self._next = 0
+
+    def claim(self, events: Path, scenario_id: str, seed: int) -> int:
+        """The first unclaimed trial number from the last one claimed here on, now claimed."""
+        events.mkdir(parents=True, exist_ok=True)
+        trial = self._next
+        while True:
+            try:
+                os.close(os.open(events / event_file_name(scenario_id, seed, trial),
+                                 os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                self._next = trial + 1
+                return trial
+            except FileExistsError:
+                trial += 1
 
 
 class EpisodeSession:
@@ -147,10 +160,12 @@ class EpisodeSession:
     The MCP layer only translates; everything simworld-specific is here.
     """
 
-    def __init__(self, scenario: Scenario, seed: int, out: Path | None = None, *, number: int = 0) -> None:
+    def __init__(self, scenario: Scenario, seed: int, out: Path | None = None, *, number: int = 0,
+                 trials: Trials | None = None) -> None:
         self.scenario = scenario
         self.seed = seed
         self.out = out
+        self._trials = Trials() if trials is None else trials
         #: The session's number in its server, from 0 (for the operator's log lines).
         self.number = number
         self.env = Environment(scenario, seed, agent_name="mcp")
@@ -161,9 +176,8 @@ class EpisodeSession:
         self.seal_error: str | None = None
         #: Why the episode ended, once it has.
         self.stop_reason: str | None = None
-        #: The real time of the session's last HTTP request and how many are in flight (for the idle sweep).
+        #: The real time of the session's last HTTP request (for the idle sweep).
         self.last_active = wall_monotonic()
-        self.in_flight = 0
         self.instructions = _instructions(scenario, self.env)
 
     @property
@@ -233,7 +247,7 @@ class EpisodeSession:
             if error is not None:
                 episode = attrs.evolve(episode, error=error)
             self.stop_reason = episode.stop_reason
-            trial = _claim_trial(out / EVENTS, scenario.id, seed) if out is not None else 0
+            trial = self._trials.claim(out / EVENTS, scenario.id, seed) if out is not None else 0
         except Exception as exc:  # nothing to grade, or nowhere to write: the operator's to see
             self.seal_error = f"{type(exc).__name__}: {exc}"
             _log(f"session {self.number}: could not seal or record the episode: {self.seal_error}\n"
@@ -275,6 +289,7 @@ class EpisodeSessions:
         #: How many sessions have been opened.
         self.opened = 0
         self._open: dict[str, EpisodeSession] = {}
+        self._trials = Trials()
         env = Environment(scenario, seed, agent_name="mcp")
         env.reset()
         self.instructions = _instructions(scenario, env)
@@ -283,10 +298,14 @@ class EpisodeSessions:
 
     def open(self, key: str) -> EpisodeSession:
         """Start the episode of a new session."""
-        session = EpisodeSession(self.scenario, self.seed, self.out, number=self.opened)
+        session = EpisodeSession(self.scenario, self.seed, self.out, number=self.opened, trials=self._trials)
         self.opened += 1
         self._open[key] = session
         return session
+
+    def __len__(self) -> int:
+        """How many sessions are open."""
+        return len(self._open)
 
     def get(self, key: str | None) -> EpisodeSession | None:
         """The episode of session ``key``, if it is open."""
@@ -309,27 +328,22 @@ class EpisodeSessions:
         for key, session in list(self._open.items()):
             session.expire()
             idle = self.idle_timeout_s
-            if idle is not None and session.in_flight == 0 and now - session.last_active > idle:
+            if idle is not None and now - session.last_active > idle:
                 self.close(key, f"the client left: no request for {idle:g} s")
 
 
 def _build_server(sessions: EpisodeSessions) -> Server[Any]:
-    """The low-level MCP server over ``sessions``: tools, a ``task`` prompt, and the instructions.
-
-    A tool call goes to the episode of the MCP session that sent it: the session named by the HTTP request's
-    ``mcp-session-id`` header, or the stdio transport's one session.
+    """The SDK's low-level MCP server over ``sessions`` for the stdio transport: tools, a ``task`` prompt, and the
+    instructions; a tool call goes to the stdio transport's one session. (HTTP is answered without the SDK:
+    :mod:`simworld._edges.serve_http`.)
     """
     import mcp.types as types
     from mcp.server import ServerRequestContext
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    tools = []
-    for schema in sessions.tool_schemas:
-        read_only = TOOLS[schema["name"]].kind is Kind.READ
-        tools.append(types.Tool(name=schema["name"], description=schema["description"],
-                                input_schema=schema["parameters"],
-                                annotations=types.ToolAnnotations(read_only_hint=read_only)))
+    # The same tool objects the HTTP transport serves (simworld._edges.serve_rpc), read by the SDK's model.
+    tools = [types.Tool.model_validate(entry, by_alias=True) for entry in tool_entries(sessions.tool_schemas)]
     prompt = types.Prompt(name="task", description="The billing desk's policy and the customer's request.")
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None,
@@ -337,9 +351,8 @@ def _build_server(sessions: EpisodeSessions) -> Server[Any]:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        request = ctx.request  # the HTTP request that carried the call; None on stdio
-        session = sessions.get(STDIO if request is None else request.headers.get("mcp-session-id"))
-        if session is None:  # a sessionless (stateless) HTTP request: there is no episode for it to act on
+        session = sessions.get(STDIO)
+        if session is None:  # the stdio session is open from start to end; never reached
             return types.CallToolResult(content=[types.TextContent(text=_NO_SESSION)], is_error=True,
                                         structured_content={"status": "error", "error": "no session"})
         reply = session.call(params.name, params.arguments)
@@ -396,15 +409,15 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
         raise ServeError(f"--out {str(out)!r} is a file; give a directory.")
     try:
         import anyio
-        from mcp.server.stdio import stdio_server
 
         if transport == "http":
             import uvicorn
+        else:
+            from mcp.server.stdio import stdio_server
     except ImportError as exc:
         raise MissingDependency(_MISSING_MCP, name="mcp") from exc
 
     sessions = EpisodeSessions(scenario, run_seed, out, idle_timeout_s if transport == "http" else None)
-    server = _build_server(sessions)
 
     async def sweep_forever() -> None:
         while True:
@@ -421,6 +434,7 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
             tg.cancel_scope.cancel()
 
     if transport == "stdio":
+        server = _build_server(sessions)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         sessions.open(STDIO)
@@ -436,9 +450,17 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
     sock = bind(host, port)  # before anything is printed or written: a busy port is one error line
 
     async def run_http() -> None:
-        app = HttpGate(server.streamable_http_app(host=host, session_idle_timeout=idle_timeout_s), sessions, token)
-        # A client holding a stream open must not keep a stopping server (and its unrecorded episodes) waiting.
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+        app = HttpGate(sessions, Rpc(sessions, simworld_version()), token,
+                       loopback=host in ("127.0.0.1", "localhost", "::1"))
+        # Everything loaded so far (modules, the scenario, its snapshot) lives as long as the server: kept out of
+        # the collector's sight, a full collection walks only what sessions made (~5x shorter pauses, which every
+        # call in flight would wait out).
+        gc.freeze()
+        # A client holding a connection open must not keep a stopping server (and its unrecorded episodes) waiting.
+        # No proxy in front to trust, and no Date or Server header a client reads: less to do per response.
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
+                                lifespan="on", access_log=False, proxy_headers=False, server_header=False,
+                                date_header=False, http="httptools" if installed("httptools") else "h11")
         _log(f"serving one episode per MCP session at http://{_url_host(host)}:{sock.getsockname()[1]}/mcp "
              "(Ctrl-C to stop)")
         async with anyio.create_task_group() as tg:
@@ -449,7 +471,7 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
     try:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-        anyio.run(run_http)
+        anyio.run(run_http, backend_options={"use_uvloop": installed("uvloop")})
     finally:  # the lifespan's shutdown has recorded the open episodes already, unless the loop died first
         sock.close()
         sessions.close_all(ENDED_BY_SERVER)

@@ -6,28 +6,39 @@
   log line or file ever carries it.
 - **The port.** :func:`bind` binds the socket before anything is served, so a busy port is one clear error
   instead of a server that says it is serving and then dies.
-- **Sessions.** :class:`HttpGate` sits in front of the MCP SDK's streamable HTTP app and keeps the registry
-  of episodes (:class:`~simworld._edges.serve.EpisodeSessions`) in step with the SDK's MCP sessions: a session
-  the SDK opens (a successful ``initialize`` answered with an ``mcp-session-id``) opens an episode; a session
-  the client ends (``DELETE``) ends its episode as left before a terminal call; so does the server stopping
-  (the ASGI lifespan's shutdown) for every session still open. Its timestamps feed the idle sweep.
+- **The wire.** :class:`HttpGate` is the whole ASGI app: MCP's streamable HTTP transport for simworld's small
+  tool surface, answering every request ``POST`` with one ``application/json`` body (a choice the transport
+  leaves to the server), so a call costs its episode's step, not a stack of streams and models. A successful
+  ``initialize`` opens a session (its ``mcp-session-id`` header) and with it an episode
+  (:class:`~simworld._edges.serve.EpisodeSessions`); every later message names its session (400 without,
+  404 for one that is unknown or has ended); a notification or a client's response is accepted with 202;
+  ``DELETE`` ends the session, and its episode as left before a terminal call; so does the server stopping
+  (the ASGI lifespan's shutdown) for every session still open. ``GET`` is 405: this server never speaks
+  first. A JSON-RPC batch (removed from MCP in 2025-06-18) is refused as an invalid request. On a loopback
+  address the ``Host`` and ``Origin`` headers must name loopback too (DNS rebinding). What each method
+  answers is :mod:`simworld._edges.serve_rpc`.
 
-Nothing here imports the MCP SDK, Starlette or uvicorn: the gate is a plain ASGI callable.
+Nothing here imports the MCP SDK, Starlette or uvicorn: the app is a plain ASGI callable.
 """
 
 from __future__ import annotations
 
 import errno
 import hmac
+import importlib.util
 import ipaddress
+import secrets
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
+import orjson
+
+from simworld._edges.serve_rpc import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, PROTOCOL_VERSIONS, Rpc, RpcError
 from simworld._world.clock import wall_monotonic
 from simworld.errors import SimworldError
 
-__all__ = ["HttpGate", "ServeError", "bind", "check_access", "is_loopback"]
+__all__ = ["HttpGate", "ServeError", "bind", "check_access", "installed", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -43,10 +54,21 @@ class Sessions(Protocol):
     def get(self, key: str | None) -> Any: ...
     def close(self, key: str, why: str) -> None: ...
     def close_all(self, why: str) -> None: ...
+    def __len__(self) -> int: ...
 
 
 #: The header that names an MCP session on streamable HTTP (lower-case, as ASGI gives headers).
 SESSION_HEADER = b"mcp-session-id"
+#: The header that carries the negotiated protocol version on every request after ``initialize``.
+VERSION_HEADER = b"mcp-protocol-version"
+#: Where the MCP endpoint is served.
+PATH = "/mcp"
+#: The largest request body accepted (the SDK's default).
+MAX_BODY = 4 * 1024 * 1024
+#: Sessions open at once beyond which ``initialize`` is refused with 503 (the SDK's default).
+MAX_SESSIONS = 10_000
+#: The Host (and Origin) names a loopback server answers to, with any port.
+LOOPBACK_NAMES = (b"127.0.0.1", b"localhost", b"[::1]")
 #: Why an episode whose client sent DELETE, or whose server stopped, ended.
 ENDED_BY_CLIENT = "the client ended its MCP session before a terminal call"
 ENDED_BY_SERVER = "the server stopped before a terminal call"
@@ -93,7 +115,9 @@ def check_access(host: str, allow_remote: bool, token: str | None) -> None:
 def bind(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host:port`` (not yet listening): a busy port is refused here, before anything is
     served or printed."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and without it a
+    # response written as headers then body waits out the client's delayed ACK (~40 ms) on a kept-alive connection.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     # As uvicorn does: a port left in TIME_WAIT by a server just stopped is free again; one listening is not.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -108,87 +132,221 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _header(headers: Any, name: bytes) -> bytes | None:
-    for key, value in headers or ():
-        if key.lower() == name:
-            return bytes(value)
-    return None
+_JSON = (b"content-type", b"application/json")
+_ALLOW = (b"allow", b"POST, DELETE")
+
+
+def _error(status: int, code: int, message: str, request_id: Any = None) -> tuple[int, bytes]:
+    return status, RpcError(code, message).body(request_id)
+
+
+def _accepts_json(accept: bytes | None) -> bool:
+    """Whether an Accept header admits ``application/json`` (or a wildcard that covers it)."""
+    if accept is None:
+        return False
+    types = {part.split(b";")[0].strip().lower() for part in accept.split(b",")}
+    return bool(types & {b"application/json", b"application/*", b"*/*"})
+
+
+def _loopback_origin(value: bytes, scheme: bool) -> bool:
+    """Whether a Host (``name:port``) or Origin (``http://name:port``) header names this loopback server."""
+    if scheme:
+        for prefix in (b"http://", b"https://"):
+            if value.startswith(prefix):
+                value = value[len(prefix):]
+                break
+        else:
+            return False
+    return any(value == name or value.startswith(name + b":") for name in LOOPBACK_NAMES)
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it: uvicorn serves with httptools (its C HTTP parser,
+    several times cheaper per request than h11) and uvloop when they are installed, as the ``mcp`` extra installs
+    them."""
+    return importlib.util.find_spec(module) is not None
 
 
 class HttpGate:
-    """The ASGI app in front of the MCP SDK's streamable HTTP app: checks the bearer token and keeps one episode
-    per MCP session (see the module docstring).
+    """The ASGI app of ``simworld serve --transport http``: the bearer token, MCP's streamable HTTP transport
+    (JSON responses), and one episode per MCP session (see the module docstring).
 
     Args:
-        app: the SDK's streamable HTTP app.
         sessions: the episodes, keyed by MCP session id.
+        rpc: what each MCP method answers.
         token: the bearer token every request must carry, or None to let every request through.
+        loopback: whether the server listens on loopback only, so that a ``Host`` or ``Origin`` naming another
+            host is a DNS-rebinding attempt (421, 403).
     """
 
-    def __init__(self, app: App, sessions: Sessions, token: str | None = None) -> None:
-        self.app = app
+    def __init__(self, sessions: Sessions, rpc: Rpc, token: str | None = None, *, loopback: bool = True) -> None:
         self.sessions = sessions
+        self.rpc = rpc
         self._token = None if token is None else token.encode()
+        self._loopback = loopback
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self.app(scope, self._watch_shutdown(receive), send)
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
             return
-        if self._token is not None and not self._authorized(scope):
-            await self._refuse(scope, send)
+        if kind != "http":  # a websocket: nothing is served over one
+            await send({"type": "websocket.close", "code": 1008})
             return
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or ())
+        if self._token is not None and not self._authorized(headers.get(b"authorization")):
+            await _send(send, 401, _UNAUTHORIZED, (b"www-authenticate", b'Bearer realm="simworld"'))
             return
-        raw = _header(scope.get("headers"), SESSION_HEADER)
-        sid = None if raw is None else raw.decode("latin-1")
-        session = self.sessions.get(sid)
-        status = 0
+        if scope["path"] != PATH:
+            await _send(send, *_error(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {PATH}"))
+            return
+        if self._loopback:
+            host, origin = headers.get(b"host"), headers.get(b"origin")
+            if host is None or not _loopback_origin(host, scheme=False):
+                await _send(send, *_error(421, INVALID_REQUEST, "Invalid Host header: this server answers to "
+                                          "127.0.0.1, localhost or [::1] only"))
+                return
+            if origin is not None and not _loopback_origin(origin, scheme=True):
+                await _send(send, *_error(403, INVALID_REQUEST, "Invalid Origin header: this server answers "
+                                          "pages from 127.0.0.1, localhost or [::1] only"))
+                return
+        method = scope["method"]
+        if method == "POST":
+            await self._post(headers, receive, send)
+        elif method == "DELETE":
+            status, body = self._delete(headers)
+            await _send(send, status, body)
+        elif method == "GET":  # this server opens no stream of its own, as the transport allows
+            # No body: a client that gives up on the stream without reading one can keep the connection.
+            await _send(send, 405, b"", _ALLOW)
+        else:
+            await _send(send, *_error(405, INVALID_REQUEST, f"Method Not Allowed: {method}; use POST (and DELETE "
+                                      "to end a session)"), _ALLOW)
 
-        async def watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                opened = _header(message.get("headers"), SESSION_HEADER)
-                if sid is None and status < 400 and opened is not None:  # the SDK opened a session: a new episode
-                    self.sessions.open(opened.decode("latin-1"))
-            await send(message)
+    async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+        if not _accepts_json(headers.get(b"accept")):
+            await _send(send, *_error(406, INVALID_REQUEST, "Not Acceptable: the Accept header must include "
+                                      "application/json"))
+            return
+        content_type = headers.get(b"content-type", b"")
+        if content_type.split(b";")[0].strip().lower() != b"application/json":
+            await _send(send, *_error(415, INVALID_REQUEST, "Unsupported Media Type: send the JSON-RPC message "
+                                      "with Content-Type: application/json"))
+            return
+        body = await _read_body(headers, receive)
+        if body is None:
+            await _send(send, *_error(413, INVALID_REQUEST, f"Request body too large: the limit is {MAX_BODY} "
+                                      "bytes"))
+            return
+        extra: tuple[tuple[bytes, bytes], ...] = ()
+        status, answer = self._answer(headers, body)
+        if isinstance(answer, tuple):  # a session was opened: name it
+            answer, sid = answer
+            extra = ((SESSION_HEADER, sid.encode()),)
+        await _send(send, status, answer, *extra)
 
-        if session is not None:
-            session.in_flight += 1  # a long-lived GET stream counts as activity for as long as it is open
+    def _answer(self, headers: dict[bytes, bytes], body: bytes) -> tuple[int, Any]:
+        """The status and body answering one POSTed JSON-RPC message (with the session id it opened, if any)."""
         try:
-            await self.app(scope, receive, watch)
-        finally:
-            if session is not None:
-                session.in_flight -= 1
-                session.last_active = wall_monotonic()
-        if sid is not None and scope.get("method") == "DELETE" and 200 <= status < 300:
-            self.sessions.close(sid, ENDED_BY_CLIENT)
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            return _error(400, PARSE_ERROR, f"Parse error: {exc}")
+        if isinstance(message, list):
+            return _error(400, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported (MCP removed "
+                          "them in 2025-06-18); send one message per POST")
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _error(400, INVALID_REQUEST, 'Invalid Request: expected one JSON-RPC 2.0 message, an object '
+                          'with "jsonrpc": "2.0"')
+        method = message.get("method")
+        request_id = message.get("id")
+        is_request = "id" in message and method is not None
+        if method is not None and not isinstance(method, str) or (
+                is_request and (isinstance(request_id, bool) or not isinstance(request_id, str | int))):
+            return _error(400, INVALID_REQUEST, "Invalid Request: method must be a string and id a string or an "
+                          "integer")
+        if method is None and "result" not in message and "error" not in message:
+            return _error(400, INVALID_REQUEST, "Invalid Request: a message needs a method (a request or a "
+                          "notification) or a result or error (a response)")
+        raw = headers.get(SESSION_HEADER)
+        if method == "initialize" and is_request:
+            if raw is not None:
+                return _error(400, INVALID_REQUEST, "Bad Request: initialize opens a new session; send it "
+                              "without an mcp-session-id header", request_id)
+            try:
+                answer = self.rpc.initialize(request_id, message.get("params"))
+            except RpcError as exc:
+                return exc.status, exc.body(request_id)
+            if len(self.sessions) >= MAX_SESSIONS:
+                return _error(503, INTERNAL_ERROR, f"Too many open sessions ({MAX_SESSIONS}); end one (DELETE) "
+                              "and retry", request_id)
+            sid = secrets.token_hex(16)
+            self.sessions.open(sid)
+            return 200, (answer, sid)
+        if raw is None:
+            return _error(400, INVALID_REQUEST, "Bad Request: Missing session ID: send the mcp-session-id header "
+                          "that initialize answered with", request_id)
+        session = self.sessions.get(raw.decode("latin-1"))
+        if session is None:
+            return _error(404, INVALID_REQUEST, "Session not found: it has ended or never existed; initialize a "
+                          "new one", request_id)
+        session.last_active = wall_monotonic()
+        version = headers.get(VERSION_HEADER)
+        if version is not None and version.decode("latin-1") not in PROTOCOL_VERSIONS:
+            return _error(400, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version "
+                          f"{version.decode('latin-1')!r}; this server speaks {', '.join(PROTOCOL_VERSIONS)}",
+                          request_id)
+        if not is_request or method is None:  # a notification, or a response to a request it never sends
+            return 202, b""
+        return 200, self.rpc.answer(session, request_id, method, message.get("params"))
 
-    def _authorized(self, scope: Scope) -> bool:
-        value = _header(scope.get("headers"), b"authorization")
+    def _delete(self, headers: dict[bytes, bytes]) -> tuple[int, bytes]:
+        raw = headers.get(SESSION_HEADER)
+        if raw is None:
+            return _error(400, INVALID_REQUEST, "Bad Request: Missing session ID: DELETE ends the session named by "
+                          "its mcp-session-id header")
+        sid = raw.decode("latin-1")
+        if self.sessions.get(sid) is None:
+            return _error(404, INVALID_REQUEST, "Session not found: it has ended or never existed")
+        self.sessions.close(sid, ENDED_BY_CLIENT)
+        return 200, b""
+
+    def _authorized(self, value: bytes | None) -> bool:
         if value is None or self._token is None:
             return False
         scheme, _, credentials = value.partition(b" ")
         return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
 
-    @staticmethod
-    async def _refuse(scope: Scope, send: Send) -> None:
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(_UNAUTHORIZED)).encode()),
-            (b"www-authenticate", b'Bearer realm="simworld"')]})
-        await send({"type": "http.response.body", "body": _UNAUTHORIZED})
-
-    def _watch_shutdown(self, receive: Receive) -> Receive:
-        """``receive`` for the lifespan scope: at shutdown (Ctrl-C, SIGTERM) every open episode is recorded first."""
-
-        async def wrapped() -> Message:
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        """The ASGI lifespan: at shutdown (Ctrl-C, SIGTERM) every open episode is recorded first."""
+        while True:
             message = await receive()
-            if message["type"] == "lifespan.shutdown":
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
                 self.sessions.close_all(ENDED_BY_SERVER)
-            return message
+                await send({"type": "lifespan.shutdown.complete"})
+                return
 
-        return wrapped
+
+async def _read_body(headers: dict[bytes, bytes], receive: Receive) -> bytes | None:
+    """The request's body, or None when it is larger than :data:`MAX_BODY`."""
+    declared = headers.get(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        return None
+    message = await receive()
+    body = message.get("body", b"")
+    if message.get("more_body"):
+        chunks = [body]
+        size = len(body)
+        while message.get("more_body") and size <= MAX_BODY:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+        body = b"".join(chunks)
+    return None if len(body) > MAX_BODY else body
+
+
+async def _send(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes]) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [_JSON, (b"content-length", str(len(body)).encode()), *extra]})
+    await send({"type": "http.response.body", "body": body})
