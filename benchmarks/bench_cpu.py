@@ -56,7 +56,9 @@ with tempfile.TemporaryDirectory() as tmp:
 def child_cpu(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
     """User + system CPU seconds of ``cmd`` run to completion as a child (and its children)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if done.returncode not in (0, 1):  # 1: an episode failed, as the random agent's do
+        raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -64,8 +66,7 @@ def child_cpu(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
 def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree), "SIMWORLD_NO_CACHE": "1", "SIMWORLD_PROGRESS_EVERY": "1000000"}
     out = work / f"run-{first}-{count}"
-    cmd = [sys.executable, "-c", "import sys; from simworld.cli import main; sys.argv[0] = 'simworld'; main()",
-           "run", "--seeds", f"{first}..{first + count - 1}", "--agent", agent, "--out", str(out)]
+    cmd = [sys.executable, "-m", "simworld", "run", "--seeds", f"{first}..{first + count - 1}", "--agent", agent, "--out", str(out)]
     try:
         return child_cpu(cmd, env, work)
     finally:
