@@ -43,9 +43,9 @@ IN_PROCESS = """
 import os, sys, tempfile, time
 os.environ["SIMWORLD_NO_CACHE"] = "1"
 import simworld
-agent_name, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+agent_name, first, count, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 suite, factory = simworld.load_suite(), simworld.build_agent_factory(agent_name)
-with tempfile.TemporaryDirectory() as tmp:
+with tempfile.TemporaryDirectory(dir=work) as tmp:
     simworld.run_suite(suite, [first - 1], agent_name, factory, os.path.join(tmp, "warm"))
     t = time.process_time()
     simworld.run_suite(suite, list(range(first, first + count)), agent_name, factory, os.path.join(tmp, "run"))
@@ -73,9 +73,10 @@ def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> floa
         shutil.rmtree(out, ignore_errors=True)
 
 
-def in_process(tree: Path, agent: str, first: int, count: int) -> float:
+def in_process(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-c", IN_PROCESS, agent, str(first), str(count)], env=env, check=True,
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS, agent, str(first), str(count), str(work)], env=env,
+                          check=True,
                           capture_output=True, text=True)
     return float(done.stdout.strip().splitlines()[-1])
 
@@ -98,8 +99,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--agents", default="reference,random")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cpu.json")
+    ap.add_argument("--work", type=Path, default=Path.cwd(),
+                    help="where the runs write (default: the current directory, as simworld run does); the file "
+                         "system's cost of creating a file is part of every episode")
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="simworld-bench-cpu-"))
+    work = Path(tempfile.mkdtemp(prefix="simworld-bench-cpu-", dir=args.work))
     trees = {"new": ROOT, "old": baseline_tree(args.baseline, work)}
     figures: dict[str, dict[str, dict[str, list[float]]]] = {}
     try:
@@ -112,7 +116,7 @@ def main() -> None:
                     one = full_run(tree, agent, seed + args.seeds, 1, work)
                     per = (many - one) / (SUITE * (args.seeds - 1))
                     fixed = one - SUITE * per
-                    split = in_process(tree, agent, seed + args.seeds + 1, args.seeds) / (SUITE * args.seeds)
+                    split = in_process(tree, agent, seed + args.seeds + 1, args.seeds, work) / (SUITE * args.seeds)
                     fig[name]["per_episode_ms"].append(per * 1e3)
                     fig[name]["fixed_s"].append(fixed)
                     fig[name]["in_process_ms"].append(split * 1e3)
