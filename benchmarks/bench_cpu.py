@@ -66,7 +66,8 @@ def child_cpu(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
 def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree), "SIMWORLD_NO_CACHE": "1", "SIMWORLD_PROGRESS_EVERY": "1000000"}
     out = work / f"run-{first}-{count}"
-    cmd = [sys.executable, "-m", "simworld", "run", "--seeds", f"{first}..{first + count - 1}", "--agent", agent, "--out", str(out)]
+    cmd = [sys.executable, "-m", "simworld", "run", "--seeds", f"{first}..{first + count - 1}", "--agent", agent,
+           "--out", str(out)]
     try:
         return child_cpu(cmd, env, work)
     finally:
