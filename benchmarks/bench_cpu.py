@@ -9,8 +9,9 @@ to a temporary directory with ``git archive``). For each agent, in rounds that a
 1. **full runs**: ``simworld run --seeds S..S+N-1`` as a child process, no disk cache (every solution
    played), a fresh block of seeds each round, timed by the kernel (user + system CPU of the child), and
    the same with one seed. CPU per graded episode is (CPU of the N-seed run - CPU of the one-seed run) /
-   (28 x (N - 1)): what one more episode costs a run, start-up excluded. The one-seed run less its episodes
-   is the fixed cost of a run.
+   (28 x (N - 1)): what one more episode costs a run, start-up excluded; also its user CPU alone (the system
+   CPU is mostly the file system's cost of creating each episode's event file, which varies from 0.03 to
+   0.8 ms a file with the machine's other I/O). The one-seed run less its episodes is the fixed cost of a run.
 2. **in one process**: ``simworld.run_suite`` through the public API, writing a run directory (result
    lines, their hashes and the event files: everything a run does), timed with ``time.process_time``
    around the call after one warm-up seed. This is a split of the same work without start-up, not a
@@ -53,17 +54,17 @@ with tempfile.TemporaryDirectory(dir=work) as tmp:
 """
 
 
-def child_cpu(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
-    """User + system CPU seconds of ``cmd`` run to completion as a child (and its children)."""
+def child_cpu(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(user, system) CPU seconds of ``cmd`` run to completion as a child (and its children)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if done.returncode not in (0, 1):  # 1: an episode failed, as the random agent's do
         raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
 
 
-def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
+def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(tree), "SIMWORLD_NO_CACHE": "1", "SIMWORLD_PROGRESS_EVERY": "1000000"}
     out = work / f"run-{first}-{count}"
     cmd = [sys.executable, "-m", "simworld", "run", "--seeds", f"{first}..{first + count - 1}", "--agent", agent,
@@ -110,25 +111,29 @@ def main() -> None:
     try:
         seed = 100_000
         for agent in args.agents.split(","):
-            fig = figures[agent] = {k: {"per_episode_ms": [], "fixed_s": [], "in_process_ms": []} for k in trees}
+            fig = figures[agent] = {k: {"per_episode_ms": [], "per_episode_user_ms": [], "fixed_s": [],
+                                        "in_process_ms": []} for k in trees}
             for r in range(args.rounds):
                 for name, tree in trees.items():  # the same seeds for both trees in a round
-                    many = full_run(tree, agent, seed, args.seeds, work)
-                    one = full_run(tree, agent, seed + args.seeds, 1, work)
-                    per = (many - one) / (SUITE * (args.seeds - 1))
-                    fixed = one - SUITE * per
+                    many_user, many_sys = full_run(tree, agent, seed, args.seeds, work)
+                    one_user, one_sys = full_run(tree, agent, seed + args.seeds, 1, work)
+                    per = (many_user + many_sys - one_user - one_sys) / (SUITE * (args.seeds - 1))
+                    per_user = (many_user - one_user) / (SUITE * (args.seeds - 1))
+                    fixed = one_user + one_sys - SUITE * per
                     split = in_process(tree, agent, seed + args.seeds + 1, args.seeds, work) / (SUITE * args.seeds)
                     fig[name]["per_episode_ms"].append(per * 1e3)
+                    fig[name]["per_episode_user_ms"].append(per_user * 1e3)
                     fig[name]["fixed_s"].append(fixed)
                     fig[name]["in_process_ms"].append(split * 1e3)
                     print(f"{agent} round {r + 1} {name}: full run {per * 1e3:.3f} ms/episode "
-                          f"({1 / per:,.0f} episodes per CPU-second), fixed {fixed:.2f} CPU-s; "
+                          f"({1 / per:,.0f} episodes per CPU-second; user {per_user * 1e3:.3f} ms), "
+                          f"fixed {fixed:.2f} CPU-s; "
                           f"in one process {split * 1e3:.3f} ms/episode", flush=True)
                 seed += 2 * args.seeds + 2
         summary: dict[str, dict[str, float]] = {}
         for agent, fig in figures.items():
             summary[agent] = {}
-            for key in ("per_episode_ms", "fixed_s", "in_process_ms"):
+            for key in ("per_episode_ms", "per_episode_user_ms", "fixed_s", "in_process_ms"):
                 ratios = [n / o for n, o in zip(fig["new"][key], fig["old"][key], strict=True)]
                 summary[agent][key] = round(statistics.median(ratios), 3)
                 print(f"{agent}: {key} new/old median {statistics.median(ratios):.3f} "
