@@ -10,8 +10,9 @@ The convention (docs/getting-started.md's readers never see it; writers of pages
   than a few seconds: its page then runs only in the full suite (``-m slow``).
 
 Each page (README.md and every docs/**/*.md) gets a scratch directory of its own, fresh,
-which is the blocks' working directory and on their PYTHONPATH; a page's blocks run in
-order, so a later block reads what an earlier one wrote. Unmarked blocks are not run.
+which is the blocks' working directory and on their PYTHONPATH, and which holds the
+repository's examples/ (as a clone's root does); a page's blocks run in order, so a later
+block reads what an earlier one wrote. Unmarked blocks are not run.
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def blocks(page: Path) -> list[Block]:
 def run_page(page_blocks: list[Block], scratch: Path) -> None:
     """Run a page's blocks in order in ``scratch``; fail with the block, its status and output on a mismatch."""
     bin_dir = str(Path(sys.executable).parent)
+    if not (scratch / "examples").exists():
+        (scratch / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
            "PYTHONPATH": os.pathsep.join(p for p in (str(scratch), str(ROOT), os.environ.get("PYTHONPATH")) if p),
            "NO_COLOR": "1"}
