@@ -63,7 +63,7 @@ except ImportError:  # pragma: no cover
     Extension = object  # type: ignore[assignment,misc]
 
 
-class DoctestFences(Extension):  # type: ignore[misc,valid-type]
+class DoctestFences(Extension):
     """A griffe extension (mkdocs.yml): a docstring's bare ``>>>`` example is shown as a Python console block.
 
     Without it Markdown reads ``[str(m) for m in ...]`` and the ``['333.34', ...]`` after it as a link."""

@@ -139,7 +139,7 @@ def run_page(page_blocks: list[Block], scratch: Path) -> None:
 
 
 def _page_params() -> list[object]:
-    params = []
+    params: list[object] = []
     for page in PAGES:
         try:
             found = blocks(page)
