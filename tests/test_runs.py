@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import orjson
 import pytest
-from helpers import ROOT, copy_suite, docs_text, simworld
+from helpers import copy_suite, docs_text, simworld
 
 from simworld._agents.kinds import build_agent_factory
 from simworld._running.rundir import ResultsFile, read_results
