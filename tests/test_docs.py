@@ -321,3 +321,22 @@ class TestHelpLinks:
         page = f"{path}.md" if path else "index.md"
         assert page in _nav_pages() and (DOCS / page).exists(), (command, links[0])
 
+
+
+class TestScreenshots:
+    @pytest.mark.slow
+    def test_the_script_makes_the_pictures(self, tmp_path: Path) -> None:
+        """scripts/screenshot_report.py makes both pictures the docs show, at the committed ones' size, from a run."""
+        import struct
+
+        from test_report_browser import _need_browser
+
+        _need_browser()  # a skip (or, under SIMWORLD_REQUIRE_BROWSER=1, a failure) without Chromium
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "screenshot_report.py"), "--out", str(tmp_path)],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        for name in ("report.png", "report-episode.png"):
+            made, kept = (tmp_path / name).read_bytes(), (DOCS / "images" / name).read_bytes()
+            assert made[:8] == b"\x89PNG\r\n\x1a\n" and len(made) > 10_000, name
+            # The PNG header's width and height (bytes 16-24): the committed picture is this script's.
+            assert struct.unpack(">II", made[16:24]) == struct.unpack(">II", kept[16:24]), name
