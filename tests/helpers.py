@@ -1,4 +1,4 @@
-"""Helpers the tests share: the command line as a user runs it, private copies of the suite, README examples."""
+"""Helpers the tests share: the command line as a user runs it, private copies of the suite, the docs' examples."""
 
 from __future__ import annotations
 
@@ -45,9 +45,15 @@ def edit_task(task: Path, **changes: Any) -> None:
     task.write_bytes(orjson.dumps(data))
 
 
+def docs_text() -> str:
+    """README.md and every page under docs/, one after the other (where the examples and promises now live)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return "\n\n".join(p.read_text(encoding="utf-8") for p in pages)
+
+
 def readme_example(first_line: str) -> str:
-    """The code of README.md's python example whose first line is ``first_line`` (``# gym_example.py``, say)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    code = re.search(r"```python\n(" + re.escape(first_line) + r".*?)```", readme, flags=re.S)
-    assert code, f"README.md has no python example starting {first_line!r}"
+    """The code of the python example, in README.md or a page under docs/, whose first line is ``first_line``
+    (``# gym_example.py``, say)."""
+    code = re.search(r"```python\n(" + re.escape(first_line) + r".*?)```", docs_text(), flags=re.S)
+    assert code, f"neither README.md nor docs/ has a python example starting {first_line!r}"
     return code.group(1)

@@ -177,8 +177,9 @@ class TestTaskArguments:
         import re
         import shlex
 
-        readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-        (command,) = re.findall(r"^inspect eval simworld/suite .*$", readme, flags=re.M)
+        from helpers import docs_text
+
+        (command,) = set(re.findall(r"^inspect eval simworld/suite .*$", docs_text(), flags=re.M))
         argv = shlex.split(command)
         assert argv[:2] == ["inspect", "eval"] and "simworld/reference" in argv
         log = _cli_eval(tmp_path, argv[1:])

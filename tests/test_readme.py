@@ -1,4 +1,4 @@
-"""The README's promises: its two set-up commands are what CI runs, and its example agent works."""
+"""The README's promises (its two set-up commands are what CI runs) and the docs' worked examples, run as written."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 
 import orjson
+from helpers import docs_text
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: README.md and the pages under docs/: the worked examples live in the pages.
+DOCS = docs_text()
 
 
 def _bash_blocks() -> list[str]:
@@ -35,8 +38,8 @@ class TestSetUp:
 
 class TestExampleAgent:
     def test_example_agent_passes(self, tmp_path: Path) -> None:
-        """The README's complete example agent passes the scenario it names, at several seeds."""
-        code = re.search(r"```python\n(# my_agent\.py.*?)```", README, flags=re.S)
+        """The docs' complete example agent (my_agent.py) passes the scenario it names, at several seeds."""
+        code = re.search(r"```python\n(# my_agent\.py.*?)```", DOCS, flags=re.S)
         assert code
         (tmp_path / "my_agent.py").write_text(code.group(1))
         for seed in ("0", "13"):
@@ -48,22 +51,22 @@ class TestExampleAgent:
             assert orjson.loads(line)["passed"]
 
     def test_environment_example(self) -> None:
-        """The README's make()/step()/grade() example runs as written."""
-        code = re.search(r"```python\n(import simworld\n.*?)```", README, flags=re.S)
+        """The docs' make()/step()/grade() example runs as written."""
+        code = re.search(r"```python\n(import simworld\n.*?)```", DOCS, flags=re.S)
         assert code
         scope: dict[str, object] = {}
-        exec(code.group(1), scope)  # noqa: S102 - the README's own example
+        exec(code.group(1), scope)  # noqa: S102 - the docs' own example
         result = scope["result"]
         assert result["outcome"] == "decline" and result["passed"] is False  # type: ignore[index]
 
 
 class TestCustomGraderExample:
     def test_worked_example_catches_a_full_number(self, tmp_path: Path) -> None:
-        """The README's custom grader, wired as it says, fails a leaked card number and passes a masked one."""
+        """The docs' custom grader, wired as it says, fails a leaked card number and passes a masked one."""
         import shutil
 
-        code = re.search(r"```python\n(# my_graders\.py.*?)```", README, flags=re.S)
-        wiring = re.search(r'```json\n("graders": .*?)\n```', README, flags=re.S)
+        code = re.search(r"```python\n(# my_graders\.py.*?)```", DOCS, flags=re.S)
+        wiring = re.search(r'```json\n("graders": .*?)\n```', DOCS, flags=re.S)
         assert code and wiring
         shutil.copytree(ROOT / "scenarios" / "waive-small-fee", tmp_path / "scenarios" / "waive-small-fee")
         shutil.copytree(ROOT / "snapshots", tmp_path / "snapshots")
@@ -91,11 +94,11 @@ class TestCustomGraderExample:
 
 class TestScenarioTable:
     def test_table_lists_every_scenario_with_its_category_and_outcomes(self) -> None:
-        """The README's scenario table has one row per bundled scenario, with its category and outcomes."""
+        """The docs' scenario table has one row per bundled scenario, with its category and outcomes."""
         from simworld._scenario.scenario import load_suite
 
         rows = {m.group(1): (m.group(2), m.group(3))
-                for m in re.finditer(r"^\| `([a-z0-9-]+)` \| ([a-z-]+) \| ([a-z_, ]+) \|", README, flags=re.M)}
+                for m in re.finditer(r"^\| `([a-z0-9-]+)` \| ([a-z-]+) \| ([a-z_, ]+) \|", DOCS, flags=re.M)}
         suite = load_suite()
         assert sorted(rows) == sorted(s.id for s in suite)
         for s in suite:
@@ -104,9 +107,9 @@ class TestScenarioTable:
 
 class TestPropertySuiteExample:
     def test_regression_suite_example_runs(self, tmp_path: Path) -> None:
-        """The README's property-based suite, with the README's example agent, passes under pytest."""
-        suite = re.search(r"```python\n(# test_my_agent\.py.*?)```", README, flags=re.S)
-        agent = re.search(r"```python\n(# my_agent\.py.*?)```", README, flags=re.S)
+        """The docs' property-based suite, with the docs' example agent, passes under pytest."""
+        suite = re.search(r"```python\n(# test_my_agent\.py.*?)```", DOCS, flags=re.S)
+        agent = re.search(r"```python\n(# my_agent\.py.*?)```", DOCS, flags=re.S)
         assert suite and agent
         assert len([x for x in suite.group(1).splitlines() if x.strip() and not x.startswith("#")]) < 15
         (tmp_path / "my_agent.py").write_text(agent.group(1))

@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import orjson
 import pytest
-from helpers import ROOT, copy_suite, simworld
+from helpers import copy_suite, docs_text, simworld
 
 from simworld._agents.kinds import build_agent_factory
 from simworld._running.rundir import ResultsFile, read_results
@@ -450,10 +450,10 @@ def test_api_refuses_resume_and_overwrite_together(tmp_path: Path) -> None:
 
 
 def test_readme_documents_runs() -> None:
-    """README shows sweeps, resume, shards, merge, the exit codes and the action limits as the code has them."""
+    """The docs show sweeps, resume, shards, merge, the exit codes and the action limits as the code has them."""
     from simworld import actions
 
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join(docs_text().split())
     for text in ("--seeds 0..49", "--resume", "--shard 1/4", "simworld merge", "--fail-under", "harness_error",
                  f"nesting {actions.MAX_DEPTH} levels", f"{actions.MAX_NODES:,} values",
                  f"a string {actions.MAX_STRING_CHARS:,} characters", f"{actions.MAX_TEXT_CHARS:,} characters of text",

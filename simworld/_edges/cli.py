@@ -689,13 +689,30 @@ def _polish(command: Any) -> Any:
     return command
 
 
+#: The documentation site (mkdocs.yml's site_url) and the guide page each command's --help points to.
+DOCS_URL = "https://simworld.readthedocs.io/"
+DOCS_PAGES = {"": "", "run": "long-runs/", "merge": "long-runs/", "list": "scenarios/", "replay": "world/",
+              "show": "scenarios/", "generate": "world/", "probe": "probing/", "export": "export/",
+              "report": "getting-started/", "serve": "agents/", "grade": "grading/", "check": "grading/",
+              "families": "families/"}
+
+
+def _link_docs(command: Any, name: str = "") -> Any:
+    """End ``command``'s --help (and each subcommand's) with a link to its page of the documentation."""
+    page = DOCS_PAGES.get(name, DOCS_PAGES.get(name.split(" ")[0], ""))
+    command.epilog = f"Documentation: {DOCS_URL}{page}"
+    for sub_name, sub in getattr(command, "commands", {}).items():
+        _link_docs(sub, f"{name} {sub_name}".strip())
+    return command
+
+
 def main() -> None:
     """Console-script entry point: usage errors are one line on stderr and exit status 2.
 
     simworld writes no colour codes, so ``NO_COLOR`` (https://no-color.org) always holds.
     """
     try:
-        code = _polish(typer.main.get_command(app))(standalone_mode=False)
+        code = _link_docs(_polish(typer.main.get_command(app)))(standalone_mode=False)
     except _UsageError as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `simworld`: the help, not an error
             typer.echo(exc.format_message())  # type: ignore[attr-defined]
