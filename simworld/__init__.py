@@ -1,7 +1,7 @@
 """simworld: a deterministic simulated billing world for evaluating and training agents.
 
 The public API is what this module exports (below) and the module paths in
-:data:`MODULES`, which README documents; everything under an ``_``-prefixed folder is
+:data:`MODULES`, which the Python API reference documents; everything under an ``_``-prefixed folder is
 the house behind them, free to change. Names are imported on first use, so
 ``import simworld`` (and ``simworld --help``) stays light.
 
@@ -74,7 +74,7 @@ _HOME = {
     **dict.fromkeys(("Check", "Verdict"), "simworld._grading.verdict"),
 }
 
-#: The public module paths (README documents them), each served by the module(s) of the house that hold its
+#: The public module paths (the Python API reference documents them), each served by the module(s) that hold its
 #: names; a path served by several answers each name from the first that has it. They are also every module
 #: path of the flat layout before the stages had folders, so code written against it imports unchanged.
 MODULES: Mapping[str, Sequence[str]] = {

@@ -93,7 +93,7 @@ def _no_cache(no_cache: bool) -> None:
         set_disk_cache(False)
 
 
-#: ``simworld run``'s exit statuses, shown in its --help and README.
+#: ``simworld run``'s exit statuses, shown in its --help and the documentation (Long runs).
 EXIT_CODES = ("0 every episode passed; 1 some episode failed (or the mean score is under --fail-under); "
               "2 bad arguments or files; 3 a harness error in some episode (its line says which).")
 
@@ -700,7 +700,8 @@ DOCS_PAGES = {"": "", "run": "long-runs/", "merge": "long-runs/", "list": "scena
 def _link_docs(command: Any, name: str = "") -> Any:
     """End ``command``'s --help (and each subcommand's) with a link to its page of the documentation."""
     page = DOCS_PAGES.get(name, DOCS_PAGES.get(name.split(" ")[0], ""))
-    command.epilog = f"Documentation: {DOCS_URL}{page}"
+    source = f"docs/{page.rstrip('/') or 'index'}.md"
+    command.epilog = f"Documentation: {DOCS_URL}{page} (in a clone of the repository: {source})"
     for sub_name, sub in getattr(command, "commands", {}).items():
         _link_docs(sub, f"{name} {sub_name}".strip())
     return command

@@ -69,7 +69,7 @@ def load_family(directory: Path, loader: SnapshotLoader | None = None) -> Family
     problem = first_error(data, load_schema("family.schema.json"), root="family.json")
     if problem:
         raise FamilyError(f"{path}: {problem}; the format is simworld/schemas/family.schema.json "
-                          "(README: Task families).")
+                          "(docs/families.md: Writing a family).")
     if data["family"] != directory.name:
         raise FamilyError(f"{path}: family {data['family']!r} must equal the directory name {directory.name!r}.")
     intents = []

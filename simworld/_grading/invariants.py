@@ -1,6 +1,6 @@
 """The world's invariants as reusable checks, each reporting what broke and where.
 
-DOMAIN.md's invariants, over any seed and any sequence of calls:
+The world's invariants (docs/world.md), over any seed and any sequence of calls:
 
 ====================  ======================================================================
 ``conservation``       non-cancelled instalments, less the credit schedules granted, sum to the

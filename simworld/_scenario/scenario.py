@@ -56,7 +56,7 @@ _TARGET_KEYS = ("customer", "policy", "plan", "fee")
 _INSTANCES: OrderedDict[tuple[int, int], tuple[Scenario, Perturbed]] = OrderedDict()
 _INSTANCES_SIZE = 256
 _INSTANCES_LOCK = threading.Lock()
-#: Size limits (documented in README): the request (prompt.md) and a solution or script file.
+#: Size limits (documented in docs/scenarios.md): the request (prompt.md) and a solution or script file.
 MAX_PROMPT_BYTES = 64 * 1024
 MAX_SCRIPT_BYTES = 1024 * 1024
 _BUDGET_KEYS = ("max_steps", "timeout_s")
@@ -265,7 +265,7 @@ def _schema_problem(task_path: Path) -> tuple[Any, str | None]:
     except (OSError, ScenarioError, orjson.JSONDecodeError):  # the loader names each of these
         return _UNREAD, None
     problem = first_error(data, load_schema("task.schema.json"), root="task.json")
-    return data, (f"{problem}; the format is simworld/schemas/task.schema.json (README: Writing a scenario)"
+    return data, (f"{problem}; the format is simworld/schemas/task.schema.json (docs/scenarios.md: Writing a scenario)"
                   if problem else None)
 
 
