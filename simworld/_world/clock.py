@@ -23,6 +23,9 @@ from simworld.errors import SimworldError
 
 __all__ = ["SimClock", "TimeGuard", "format_instant", "parse_instant", "wall_monotonic", "wall_time"]
 
+# The real datetime class, held in a tuple: freezegun swaps module attributes that are it for its fake.
+_REAL_DATETIME = (datetime,)
+
 # Held inside a dict, not as module attributes: freezegun replaces module
 # attributes that are the real time functions, but never looks inside containers.
 _REAL = {"monotonic": time.monotonic, "time": time.time}
@@ -71,6 +74,10 @@ class SimClock:
 
     now: datetime
     guard: TimeGuard | None = None
+    # The last instant iso() formatted, and its text: an event, the observation after it and the next event
+    # all read the same instant.
+    _iso_of: datetime | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    _iso: str = attrs.field(default="", init=False, eq=False, repr=False)
 
     def advance(self, seconds: float) -> datetime:
         """Move forward by ``seconds`` (>= 0) and return the new instant."""
@@ -88,8 +95,12 @@ class SimClock:
             self.guard.move_to(instant)
 
     def iso(self) -> str:
-        """The current instant as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
-        return format_instant(self.now)
+        """The current instant as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (formatted once per instant)."""
+        now = self.now
+        if now is not self._iso_of:
+            self._iso = format_instant(now)
+            self._iso_of = now
+        return self._iso
 
 
 class TimeGuard:
@@ -118,9 +129,20 @@ class TimeGuard:
         return self
 
     def move_to(self, instant: datetime) -> None:
-        """Move the started freezer to ``instant``."""
-        if self._factory is not None:
-            self._factory.move_to(instant)
+        """Move the started freezer to ``instant``.
+
+        What freezegun's own ``move_to`` does, without its parsing and dispatch (a call costs
+        the episode two of these): the frozen instant is naive UTC, moved by the difference.
+        """
+        factory = self._factory
+        if factory is None:
+            return
+        if not isinstance(instant, _REAL_DATETIME) or instant.tzinfo is None:
+            factory.move_to(instant)  # anything else: freezegun's own reading of it
+            return
+        target = (instant - instant.utcoffset()).replace(tzinfo=None)
+        frozen = factory.time_to_freeze
+        factory.time_to_freeze = frozen + (target - frozen)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -221,8 +221,13 @@ class Money:
 
     @classmethod
     def zero(cls, currency: str) -> Money:
-        """Return zero in ``currency``."""
-        return cls(0, currency)
+        """Return zero in ``currency`` (one shared value per currency: Money is immutable)."""
+        held = _ZEROS.get(currency) if type(currency) is str else None
+        if held is None or cls is not Money:
+            held = cls(0, currency)
+            if cls is Money:
+                _ZEROS[currency] = held
+        return held
 
     @property
     def exponent(self) -> int:
@@ -266,6 +271,9 @@ class Money:
     def __ge__(self, other: Money) -> bool:
         return self.minor >= self._same(other).minor
 
+
+#: Money.zero's values, by currency (each checked once, when first made).
+_ZEROS: dict[str, Money] = {}
 
 _bare = object.__new__
 _put = object.__setattr__

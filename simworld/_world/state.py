@@ -78,7 +78,7 @@ class Base:
         return cls(full, indexes, digests, sums[True], sums[False])
 
 
-@attrs.frozen(eq=False, slots=False)  # a __dict__ holds the sums once computed (see _sums)
+@attrs.frozen(eq=False, slots=False)  # a __dict__ holds the sums and children once computed
 class State:
     """A readable, immutable world state: a :class:`Base` plus an overlay of changes."""
 
@@ -115,9 +115,9 @@ class State:
 
     def get(self, table: str, rid: str) -> Any:
         """The record ``rid`` of ``table``, or None."""
-        key = (table, rid)
-        if key in self.overlay:
-            return self.overlay[key]
+        record = self.overlay.get((table, rid))
+        if record is not None:  # the overlay holds records, never None
+            return record
         return self.base.tables[table].get(rid)
 
     def records(self, table: str) -> Iterator[Any]:
@@ -136,12 +136,26 @@ class State:
         return len(base) + sum(1 for (t, rid) in self.overlay if t == table and rid not in base)
 
     def children(self, table: str, field: str, key: str) -> list[Any]:
-        """Records of ``table`` whose ``field`` equals ``key``, through the load-time index."""
-        ids = list(self.base.indexes[(table, field)].get(key, ()))
-        base = self.base.tables[table]
-        ids += [rid for (t, rid), rec in self.overlay.items()
-                if t == table and rid not in base and getattr(rec, field) == key]
-        return [self.get(table, rid) for rid in ids]
+        """Records of ``table`` whose ``field`` equals ``key``, through the load-time index: the snapshot's in
+        file order, then new ones in creation order. A fresh list, the caller's own.
+
+        A state never changes, so each answer is kept on it: graders ask the same few questions of
+        one final state hundreds of times.
+        """
+        try:
+            answers = self.__dict__["_children"]
+        except KeyError:
+            answers = {}
+            object.__setattr__(self, "_children", answers)
+        question = (table, field, key)
+        found = answers.get(question)
+        if found is None:
+            ids = list(self.base.indexes[(table, field)].get(key, ()))
+            base = self.base.tables[table]
+            ids += [rid for (t, rid), rec in self.overlay.items()
+                    if t == table and rid not in base and getattr(rec, field) == key]
+            found = answers[question] = tuple(self.get(table, rid) for rid in ids)
+        return list(found)
 
     def put(self, record: Any) -> State:
         """Return a new state in which ``record`` replaces the record with its id (or is added)."""
