@@ -309,7 +309,8 @@ def allocate(total: Money, parts: int, remainder: Remainder = "last") -> list[Mo
     indices = range(extra) if remainder == "first" else range(parts - extra, parts)
     for i in indices:
         sizes[i] += 1
-    return [Money(sign * s, total.currency) for s in sizes]
+    currency = total.currency
+    return [_checked(sign * s, currency) for s in sizes]  # ints of a currency ``total`` already has
 
 
 def allocate_ratios(total: Money, ratios: Sequence[int | Decimal | Fraction]) -> list[Money]:
