@@ -87,6 +87,50 @@ class TestSharing:
         assert t.base is s.base and len(t.overlay) == 1
 
 
+def _children_slowly(state: State, table: str, field: str, key: str) -> list:
+    """children() the slow way: the snapshot's records by their field at load, then the new ones in order."""
+    base = state.base.tables[table]
+    ids = [rid for rid, r in base.items() if getattr(r, field) == key]
+    ids += [rid for (t, rid), r in state.overlay.items() if t == table and rid not in base and getattr(r, field) == key]
+    return [state.get(table, rid) for rid in ids]
+
+
+class TestChildren:
+    PLANS = ["pln_001", "pln_002", "pln_006", "pln_020", "pln_404"]
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(["new fee", "change fee", "new credit"]), st.sampled_from(PLANS),
+                              st.integers(0, 3)), max_size=10))
+    def test_children_equal_a_full_scan(self, writes) -> None:
+        """After any writes, children() gives the records a full scan gives, in the same order, for every state."""
+        from simworld._world.models import Credit, Fee
+
+        state = _snap().state()
+        states = [state]
+        for kind, plan_id, n in writes:
+            if kind == "change fee":
+                fee = state.get("fees", ["fee_006", "fee_007", "fee_020a", "fee_020b"][n])
+                state = state.put(attrs.evolve(fee, amount=Money(fee.amount.minor + 1, fee.currency)))
+            elif kind == "new fee":
+                state = state.put(Fee(f"fee-new-{n}", plan_id, "USD", "late", Money(100 + n, "USD"), "open",
+                                      state.get("fees", "fee_006").charged_on))
+            else:
+                state = state.put(Credit(f"cr-new-{n}", plan_id, "USD", Money(n, "USD"), "test"))
+            states.append(state)
+        for s in states:
+            for table in ("fees", "credits", "payments"):
+                for plan_id in self.PLANS:
+                    assert s.children(table, "plan_id", plan_id) == _children_slowly(s, table, "plan_id", plan_id)
+
+    def test_answer_is_the_callers_own(self) -> None:
+        """A caller may change the list children() returns without changing the next answer."""
+        s = _snap().state()
+        first = s.children("payments", "plan_id", "pln_001")
+        assert first
+        first.clear()
+        assert s.children("payments", "plan_id", "pln_001") == _children_slowly(s, "payments", "plan_id", "pln_001")
+
+
 class TestSnapshotRoundTrip:
     def test_dump_is_canonical(self) -> None:
         """Loading small.json and dumping it again gives the same bytes."""

@@ -137,10 +137,11 @@ class TimeGuard:
         factory = self._factory
         if factory is None:
             return
-        if not isinstance(instant, _REAL_DATETIME) or instant.tzinfo is None:
+        offset = instant.utcoffset() if isinstance(instant, _REAL_DATETIME) else None
+        if offset is None:
             factory.move_to(instant)  # anything else: freezegun's own reading of it
             return
-        target = (instant - instant.utcoffset()).replace(tzinfo=None)
+        target = (instant - offset).replace(tzinfo=None)
         frozen = factory.time_to_freeze
         factory.time_to_freeze = frozen + (target - frozen)
 
