@@ -176,6 +176,23 @@ class TestSimulatedTimeForForeignCode:
         assert seen[0] == start
         assert (seen[2] - seen[0]).total_seconds() == pytest.approx(0.4)
 
+    def test_guard_moves_as_freezegun_does(self) -> None:
+        """TimeGuard.move_to leaves foreign code's clocks where freezegun's own move_to would, in any zone."""
+        import time
+
+        instants = [datetime(2026, 3, 1, 9, 0, 0, 123456, tzinfo=UTC),
+                    datetime(2024, 2, 29, 23, 30, tzinfo=timezone(timedelta(hours=-5))),
+                    datetime(2001, 1, 1, 0, 0, 1, tzinfo=timezone(timedelta(hours=13))),
+                    datetime(2030, 1, 1, 12, 0)]  # naive: freezegun's own reading
+        with TimeGuard() as guard:
+            for instant in instants:
+                guard.move_to(instant)
+                ours = (datetime.now(UTC), datetime.utcnow(), time.time())
+                guard._factory.move_to(instant)
+                theirs = (datetime.now(UTC), datetime.utcnow(), time.time())
+                assert ours == theirs
+                assert ours[0] == (instant if instant.tzinfo else instant.replace(tzinfo=UTC))
+
     def test_real_clock_not_frozen(self) -> None:
         """wall_monotonic keeps moving while freezegun is active."""
         with TimeGuard():
