@@ -60,6 +60,19 @@ class TestObservation:
         first.tools[0]["name"] = "hacked"
         assert make(scenario, 0).reset().tools[0]["name"] != "hacked"
 
+    def test_tools_are_one_copy_per_episode(self, scenario) -> None:
+        """Every observation of an episode, and the environment, give the same copy of the schemas, equal to
+        the tools' own schemas, and an observation compares equal to one built from that copy."""
+        from simworld._world.tools import TOOLS
+
+        env = make(scenario, 0)
+        first = env.reset()
+        second, _done = env.step({"tool": "get_plan", "args": {"plan_id": "pln_001"}})
+        assert first.tools is second.tools is env.tool_schemas
+        assert list(first.tools) == [TOOLS[name].schema() for name in scenario.tools]
+        assert first == Observation(first.request, first.policy, tuple(first.tools), first.step, first.now)
+        assert "tools=" in repr(first) and "set_schedule" in repr(first)
+
     def test_last_result_is_the_previous_call(self, scenario) -> None:
         """After a call the observation carries that call's tool, status and result."""
         env = make(scenario, 0)
