@@ -78,7 +78,7 @@ class Base:
         return cls(full, indexes, digests, sums[True], sums[False])
 
 
-@attrs.frozen(eq=False, slots=False)  # a __dict__ holds the sums and the added records once found
+@attrs.frozen(eq=False, slots=False)  # a __dict__ holds the sums and the changes once found
 class State:
     """A readable, immutable world state: a :class:`Base` plus an overlay of changes."""
 
@@ -139,33 +139,41 @@ class State:
         """Records of ``table`` whose ``field`` equals ``key``, through the load-time index: the snapshot's in
         file order, then new ones in creation order. A fresh list, the caller's own."""
         ids = self.base.indexes[(table, field)].get(key, ())
-        overlay = self.overlay
         base = self.base.tables[table]
-        if not overlay:
+        if not self.overlay:
             return [base[rid] for rid in ids]
-        found = [overlay.get((table, rid)) or base[rid] for rid in ids]
-        added = self._added(table, field).get(key)
-        if added:
-            found += added
+        replaces, added = self._changes(table, field)
+        if replaces:
+            overlay = self.overlay
+            found = [overlay.get((table, rid)) or base[rid] for rid in ids]
+        else:
+            found = [base[rid] for rid in ids]
+        more = added.get(key)
+        if more:
+            found += more
         return found
 
-    def _added(self, table: str, field: str) -> dict[Any, list[Any]]:
-        """The records the overlay adds to ``table`` (not the snapshot's), by their ``field``: found once per state
-        and field, since a state never changes."""
+    def _changes(self, table: str, field: str) -> tuple[bool, dict[Any, list[Any]]]:
+        """Whether the overlay replaces any of the snapshot's records of ``table``, and the records it adds to it
+        by their ``field``: found once per state and field, since a state never changes."""
         try:
-            cache = self.__dict__["_added_cache"]
+            cache = self.__dict__["_changes_cache"]
         except KeyError:
             cache = {}
-            object.__setattr__(self, "_added_cache", cache)
-        by_key = cache.get((table, field))
-        if by_key is None:
-            by_key = {}
+            object.__setattr__(self, "_changes_cache", cache)
+        changes = cache.get((table, field))
+        if changes is None:
+            replaces = False
+            added: dict[Any, list[Any]] = {}
             base = self.base.tables[table]
             for (t, rid), record in self.overlay.items():
-                if t == table and rid not in base:
-                    by_key.setdefault(getattr(record, field), []).append(record)
-            cache[(table, field)] = by_key
-        return by_key
+                if t == table:
+                    if rid in base:
+                        replaces = True
+                    else:
+                        added.setdefault(getattr(record, field), []).append(record)
+            changes = cache[(table, field)] = (replaces, added)
+        return changes
 
     def put(self, record: Any) -> State:
         """Return a new state in which ``record`` replaces the record with its id (or is added)."""
