@@ -64,6 +64,10 @@ def format_instant(value: datetime) -> str:
             f"{utc.microsecond // 1000:03d}Z")
 
 
+#: The timedelta of each latency a clock has advanced by (tools have a few fixed ones).
+_STEPS: dict[float, timedelta] = {}
+
+
 @attrs.define
 class SimClock:
     """The world's clock: set at reset, advanced only by tools' fixed latencies.
@@ -83,7 +87,12 @@ class SimClock:
         """Move forward by ``seconds`` (>= 0) and return the new instant."""
         if seconds < 0:
             raise SimworldError(f"The simulated clock never goes back; got seconds={seconds!r}.")
-        self.now = self.now + timedelta(seconds=seconds)
+        step = _STEPS.get(seconds)
+        if step is None:
+            step = timedelta(seconds=seconds)
+            if len(_STEPS) < 256:
+                _STEPS[seconds] = step
+        self.now = self.now + step
         if self.guard is not None:
             self.guard.move_to(self.now)
         return self.now

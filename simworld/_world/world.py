@@ -189,8 +189,9 @@ class World:
                     raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
                 if calls is not None and len(calls) < _CALLS_KEPT:
                     calls[key] = (before, tool, self.state, result_bytes, status)
-            event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, tool.kind.value)
-            if status == "ok" and tool.kind.value == "terminal":
+            kind = tool.kind.value
+            event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, kind)
+            if status == "ok" and kind == "terminal":
                 self.outcome = recorded["outcome"]
         return self._record(event)
 
