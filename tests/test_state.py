@@ -131,6 +131,36 @@ class TestChildren:
         assert s.children("payments", "plan_id", "pln_001") == _children_slowly(s, "payments", "plan_id", "pln_001")
 
 
+class TestRecordJson:
+    @settings(max_examples=100, deadline=None)
+    @given(st.text(max_size=12), st.integers(-(2**63), 2**63 - 1), st.dates(), st.dates(),
+           st.integers(-(10**20), 10**20), st.integers(-(10**6), 10**6), st.sampled_from(["USD", "JPY", "KWD"]),
+           st.sampled_from(["planned", "paid", "waived"]))
+    def test_instalment_written_out_as_the_generic_encoder_would(self, rid, seq, due, draft, amount, paid,
+                                                                  currency, status) -> None:
+        """An instalment's JSON and canonical JSON are what the generic per-field encoder gives, whatever it holds."""
+        import orjson
+
+        from simworld._world.models import Instalment, _dump, _names, canonical_json, json_bytes
+
+        inst = Instalment(rid, seq, due, Money(amount, currency), Money(paid, currency), status, draft)
+        generic = {name: _dump(getattr(inst, name))[0] for name in _names(Instalment)}
+        assert json_bytes(inst) == orjson.dumps(generic)
+        assert canonical_json(inst) == orjson.dumps(generic, option=orjson.OPT_SORT_KEYS)
+
+    def test_plan_embeds_its_instalments(self) -> None:
+        """A plan's JSON holds its instalments' JSON, its canonical JSON their canonical JSON, keys sorted."""
+        import orjson
+
+        from simworld._world.models import canonical_json, json_bytes
+
+        plan = _snap().state().get("plans", "pln_001")
+        plain, canonical = orjson.loads(json_bytes(plan)), orjson.loads(canonical_json(plan))
+        assert plain == canonical and list(plain) == [f.name for f in attrs.fields(type(plan))]
+        assert canonical_json(plan) == orjson.dumps(plain, option=orjson.OPT_SORT_KEYS)
+        assert plain["instalments"][0] == orjson.loads(json_bytes(plan.instalments[0]))
+
+
 class TestSnapshotRoundTrip:
     def test_dump_is_canonical(self) -> None:
         """Loading small.json and dumping it again gives the same bytes."""

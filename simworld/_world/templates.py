@@ -72,14 +72,16 @@ def from_reference(ref: Any, where: str, before: int | None = None) -> tuple[int
 def resolve_args(value: Any, variables: dict[str, Any], results: list[Any], where: str) -> Any:
     """Resolve templates and ``$from`` references in a step's arguments."""
     if isinstance(value, str):
+        if "{" not in value:  # no placeholder (and so no whole-value {var} either)
+            return value
         m = _VAR.match(value)
         if m and m.group(1) in variables:
             return variables[m.group(1)]
-        return render(value, variables, where) if "{" in value else value
+        return render(value, variables, where)
     if isinstance(value, list):
         return [resolve_args(v, variables, results, where) for v in value]
     if isinstance(value, dict):
-        if set(value) == {"$from"}:
+        if len(value) == 1 and "$from" in value:
             step, path = from_reference(value["$from"], where)
             try:
                 found = results[step]
