@@ -69,6 +69,18 @@ class TestHash:
 
 
 class TestSharing:
+    def test_put_all_is_puts_in_turn(self) -> None:
+        """put_all gives the state successive puts give: the same records, in the same order, and the same hash."""
+        s = _snap().state()
+        a, b = s.get("customers", "cus_001"), s.get("customers", "cus_002")
+        records = [attrs.evolve(b, notes="1"), attrs.evolve(a, notes="2"), attrs.evolve(b, notes="3")]
+        one_by_one = s
+        for record in records:
+            one_by_one = one_by_one.put(record)
+        together = s.put_all(records)
+        assert list(together.overlay.items()) == list(one_by_one.overlay.items())
+        assert together.hash == one_by_one.hash and s.overlay == {}
+
     def test_reset_shares_the_base(self) -> None:
         """Every state of a snapshot shares one base: nothing is copied or re-parsed per episode."""
         loader = SnapshotLoader()

@@ -288,17 +288,19 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
         term_end = shift_years(policy.term_end, years)
     new_policy = attrs.evolve(policy, currency=currency, annual_premium=premium, term_start=term_start,
                               term_end=term_end)
-    state = state.put(new_policy).put(new_plan)
+    changed = [new_policy, new_plan]
     for fee in fees:
         amount = policy_store.convert(fee.amount, currency) if currency != fee.currency else fee.amount
         waived = shift_years(fee.waived_on, years) if fee.waived_on is not None else None
-        state = state.put(attrs.evolve(fee, currency=currency, amount=amount, waived_on=waived,
-                                       charged_on=shift_years(fee.charged_on, years)))
+        changed.append(attrs.evolve(fee, currency=currency, amount=amount, waived_on=waived,
+                                    charged_on=shift_years(fee.charged_on, years)))
+    zero = Money.zero(currency)
     for pay in payments:
-        allocs = tuple((seq, paid_by_seq.get(seq, Money.zero(currency))) for seq, _ in pay.allocations)
-        total = sum((a for _, a in allocs), Money.zero(currency))
-        state = state.put(attrs.evolve(pay, currency=currency, amount=total, allocations=allocs,
-                                       received_on=shift_years(pay.received_on, years)))
+        allocs = tuple((seq, paid_by_seq.get(seq, zero)) for seq, _ in pay.allocations)
+        total = sum((a for _, a in allocs), zero)
+        changed.append(attrs.evolve(pay, currency=currency, amount=total, allocations=allocs,
+                                    received_on=shift_years(pay.received_on, years)))
+    state = state.put_all(changed)
     clock = _shift_clock(clock, years)
     values = world_vars(state, target, clock)
     values.update(draw_params(params, values, policy_store, currency, draws))

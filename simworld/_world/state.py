@@ -17,7 +17,7 @@ a state nobody hashes (a solver's scratch world) never digests a record.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -179,6 +179,13 @@ class State:
         """Return a new state in which ``record`` replaces the record with its id (or is added)."""
         overlay = dict(self.overlay)
         overlay[(type(record).table, record.id)] = record
+        return State(self.base, overlay)
+
+    def put_all(self, records: Iterable[Any]) -> State:
+        """Return a new state in which each of ``records`` is put in turn (as :meth:`put` would, in one copy)."""
+        overlay = dict(self.overlay)
+        for record in records:
+            overlay[(type(record).table, record.id)] = record
         return State(self.base, overlay)
 
     @property
