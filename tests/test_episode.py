@@ -235,3 +235,34 @@ def test_an_instant_is_written_as_strftime_writes_it(when: datetime) -> None:
 
     utc = when.astimezone(UTC)
     assert format_instant(when) == utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+class TestInterruptWatch:
+    def test_real_ctrl_c_is_told_from_the_agents(self) -> None:
+        """Inside a watch a SIGINT is noted and raises KeyboardInterrupt as before; the old handler is back after."""
+        import signal
+
+        from simworld._episode.deadline import InterruptWatch
+
+        before = signal.getsignal(signal.SIGINT)
+        with InterruptWatch() as watch:
+            assert signal.getsignal(signal.SIGINT) == watch._note
+            assert not watch.is_users(KeyboardInterrupt())
+            with pytest.raises(KeyboardInterrupt) as raised:
+                signal.raise_signal(signal.SIGINT)
+            assert watch.seen and watch.is_users(raised.value)
+        assert signal.getsignal(signal.SIGINT) is before
+
+    def test_ignored_sigint_stays_ignored(self) -> None:
+        """A process that ignores SIGINT (a run's worker) keeps ignoring it inside a watch."""
+        import signal
+
+        from simworld._episode.deadline import InterruptWatch
+
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            with InterruptWatch():
+                assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        finally:
+            signal.signal(signal.SIGINT, before)
