@@ -171,6 +171,10 @@ class TestRecordJson:
         assert plain == canonical and list(plain) == [f.name for f in attrs.fields(type(plan))]
         assert canonical_json(plan) == orjson.dumps(plain, option=orjson.OPT_SORT_KEYS)
         assert plain["instalments"][0] == orjson.loads(json_bytes(plan.instalments[0]))
+        # The instalments embedded as one joined fragment are the bytes a list of their own fragments gives.
+        fields = {f.name: getattr(plan, f.name) for f in attrs.fields(type(plan))}
+        listed = {**fields, "instalments": [orjson.Fragment(json_bytes(i)) for i in plan.instalments]}
+        assert json_bytes(plan) == orjson.dumps(listed, default=str)
 
 
 class TestSnapshotRoundTrip:

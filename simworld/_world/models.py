@@ -273,6 +273,11 @@ def _dump(value: Any) -> tuple[Any, Any]:
         text = value.isoformat()
         return text, text
     if kind is tuple:
+        if value and all(type(v) in _RECORDS for v in value):
+            # A plan's instalments: one fragment of each kind, the records' own bytes joined as orjson joins them.
+            encoded = [_encoded(v) for v in value]
+            return (orjson.Fragment(b"[" + b",".join([p for p, _ in encoded]) + b"]"),
+                    orjson.Fragment(b"[" + b",".join([c for _, c in encoded]) + b"]"))
         pairs = [_dump(v) for v in value]
         return [p for p, _ in pairs], [c for _, c in pairs]
     if attrs.has(kind):
@@ -295,7 +300,11 @@ def _encoded(record: Any) -> tuple[bytes, bytes]:
     else:
         plain, canonical = {}, {}
         for name in _names(type(record)):
-            plain[name], canonical[name] = _dump(getattr(record, name))
+            value = getattr(record, name)
+            if type(value) in _AS_IS:  # most fields: what _dump would give, without the call
+                plain[name] = canonical[name] = value
+            else:
+                plain[name], canonical[name] = _dump(value)
     both = orjson.dumps(plain), orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)
     object.__setattr__(record, "_json_bytes", both[0])
     object.__setattr__(record, "_canonical_json", both[1])
