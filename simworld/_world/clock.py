@@ -12,6 +12,7 @@ reach.
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -56,6 +57,17 @@ def parse_instant(value: str) -> datetime:
 
 def format_instant(value: datetime) -> str:
     """Format an aware datetime as UTC ISO with millisecond precision and ``Z``."""
+    if value.tzinfo is UTC:  # the simulated clock's instants: each formatted once per process
+        return _format_utc(value)
+    return _format(value)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # a run's instants repeat: its solutions make the agent's calls again
+def _format_utc(value: datetime) -> str:
+    return _format(value)
+
+
+def _format(value: datetime) -> str:
     utc = value.astimezone(UTC)
     if utc.year < 1000:  # strftime's %Y does not pad such a year on every platform: keep its text
         return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"

@@ -297,7 +297,7 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
     zero = Money.zero(currency)
     for pay in payments:
         allocs = tuple((seq, paid_by_seq.get(seq, zero)) for seq, _ in pay.allocations)
-        total = sum((a for _, a in allocs), zero)
+        total = Money(sum(a.minor for _, a in allocs), currency)  # the sum of the amounts, added in minor units
         changed.append(attrs.evolve(pay, currency=currency, amount=total, allocations=allocs,
                                     received_on=shift_years(pay.received_on, years)))
     state = state.put_all(changed)
