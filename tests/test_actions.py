@@ -445,6 +445,8 @@ _values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=6) | st.
 @example({"é": "naïve", "x": "\ud800"})
 @example([1.0, -0.0, float("inf")])
 @example({"k" * 5000: 1})
+@example({"a": ["x" * 4000] * 17, "b": [True, None, 1, "y"]})  # over the quick copy's text budget, key by key
+@example([{"k": "v" * 4096}, {"k" * 4097: 0}])
 def test_the_quick_copy_is_the_careful_walk(value: Any) -> None:
     """Whatever the quick path copies, it copies as the careful walk does; what it cannot, the walk answers."""
     assert plain_value(value) == _walk(value, "")

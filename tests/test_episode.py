@@ -60,6 +60,19 @@ class TestObservation:
         first.tools[0]["name"] = "hacked"
         assert make(scenario, 0).reset().tools[0]["name"] != "hacked"
 
+    def test_tools_are_one_copy_per_episode(self, scenario) -> None:
+        """Every observation of an episode, and the environment, give the same copy of the schemas, equal to
+        the tools' own schemas, and an observation compares equal to one built from that copy."""
+        from simworld._world.tools import TOOLS
+
+        env = make(scenario, 0)
+        first = env.reset()
+        second, _done = env.step({"tool": "get_plan", "args": {"plan_id": "pln_001"}})
+        assert first.tools is second.tools is env.tool_schemas
+        assert list(first.tools) == [TOOLS[name].schema() for name in scenario.tools]
+        assert first == Observation(first.request, first.policy, tuple(first.tools), first.step, first.now)
+        assert "tools=" in repr(first) and "set_schedule" in repr(first)
+
     def test_last_result_is_the_previous_call(self, scenario) -> None:
         """After a call the observation carries that call's tool, status and result."""
         env = make(scenario, 0)
@@ -176,6 +189,23 @@ class TestSimulatedTimeForForeignCode:
         assert seen[0] == start
         assert (seen[2] - seen[0]).total_seconds() == pytest.approx(0.4)
 
+    def test_guard_moves_as_freezegun_does(self) -> None:
+        """TimeGuard.move_to leaves foreign code's clocks where freezegun's own move_to would, in any zone."""
+        import time
+
+        instants = [datetime(2026, 3, 1, 9, 0, 0, 123456, tzinfo=UTC),
+                    datetime(2024, 2, 29, 23, 30, tzinfo=timezone(timedelta(hours=-5))),
+                    datetime(2001, 1, 1, 0, 0, 1, tzinfo=timezone(timedelta(hours=13))),
+                    datetime(2030, 1, 1, 12, 0)]  # naive: freezegun's own reading
+        with TimeGuard() as guard:
+            for instant in instants:
+                guard.move_to(instant)
+                ours = (datetime.now(UTC), datetime.utcnow(), time.time())
+                guard._factory.move_to(instant)
+                theirs = (datetime.now(UTC), datetime.utcnow(), time.time())
+                assert ours == theirs
+                assert ours[0] == (instant if instant.tzinfo else instant.replace(tzinfo=UTC))
+
     def test_real_clock_not_frozen(self) -> None:
         """wall_monotonic keeps moving while freezegun is active."""
         with TimeGuard():
@@ -205,3 +235,34 @@ def test_an_instant_is_written_as_strftime_writes_it(when: datetime) -> None:
 
     utc = when.astimezone(UTC)
     assert format_instant(when) == utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+class TestInterruptWatch:
+    def test_real_ctrl_c_is_told_from_the_agents(self) -> None:
+        """Inside a watch a SIGINT is noted and raises KeyboardInterrupt as before; the old handler is back after."""
+        import signal
+
+        from simworld._episode.deadline import InterruptWatch
+
+        before = signal.getsignal(signal.SIGINT)
+        with InterruptWatch() as watch:
+            assert signal.getsignal(signal.SIGINT) == watch._note
+            assert not watch.is_users(KeyboardInterrupt())
+            with pytest.raises(KeyboardInterrupt) as raised:
+                signal.raise_signal(signal.SIGINT)
+            assert watch.seen and watch.is_users(raised.value)
+        assert signal.getsignal(signal.SIGINT) is before
+
+    def test_ignored_sigint_stays_ignored(self) -> None:
+        """A process that ignores SIGINT (a run's worker) keeps ignoring it inside a watch."""
+        import signal
+
+        from simworld._episode.deadline import InterruptWatch
+
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            with InterruptWatch():
+                assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        finally:
+            signal.signal(signal.SIGINT, before)

@@ -69,6 +69,18 @@ class TestHash:
 
 
 class TestSharing:
+    def test_put_all_is_puts_in_turn(self) -> None:
+        """put_all gives the state successive puts give: the same records, in the same order, and the same hash."""
+        s = _snap().state()
+        a, b = s.get("customers", "cus_001"), s.get("customers", "cus_002")
+        records = [attrs.evolve(b, notes="1"), attrs.evolve(a, notes="2"), attrs.evolve(b, notes="3")]
+        one_by_one = s
+        for record in records:
+            one_by_one = one_by_one.put(record)
+        together = s.put_all(records)
+        assert list(together.overlay.items()) == list(one_by_one.overlay.items())
+        assert together.hash == one_by_one.hash and s.overlay == {}
+
     def test_reset_shares_the_base(self) -> None:
         """Every state of a snapshot shares one base: nothing is copied or re-parsed per episode."""
         loader = SnapshotLoader()
@@ -85,6 +97,84 @@ class TestSharing:
         assert s.get("customers", "cus_001").notes == a.notes
         assert t.get("customers", "cus_001").notes == "n"
         assert t.base is s.base and len(t.overlay) == 1
+
+
+def _children_slowly(state: State, table: str, field: str, key: str) -> list:
+    """children() the slow way: the snapshot's records by their field at load, then the new ones in order."""
+    base = state.base.tables[table]
+    ids = [rid for rid, r in base.items() if getattr(r, field) == key]
+    ids += [rid for (t, rid), r in state.overlay.items() if t == table and rid not in base and getattr(r, field) == key]
+    return [state.get(table, rid) for rid in ids]
+
+
+class TestChildren:
+    PLANS = ["pln_001", "pln_002", "pln_006", "pln_020", "pln_404"]
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(["new fee", "change fee", "new credit"]), st.sampled_from(PLANS),
+                              st.integers(0, 3)), max_size=10))
+    def test_children_equal_a_full_scan(self, writes) -> None:
+        """After any writes, children() gives the records a full scan gives, in the same order, for every state."""
+        from simworld._world.models import Credit, Fee
+
+        state = _snap().state()
+        states = [state]
+        for kind, plan_id, n in writes:
+            if kind == "change fee":
+                fee = state.get("fees", ["fee_006", "fee_007", "fee_020a", "fee_020b"][n])
+                state = state.put(attrs.evolve(fee, amount=Money(fee.amount.minor + 1, fee.currency)))
+            elif kind == "new fee":
+                state = state.put(Fee(f"fee-new-{n}", plan_id, "USD", "late", Money(100 + n, "USD"), "open",
+                                      state.get("fees", "fee_006").charged_on))
+            else:
+                state = state.put(Credit(f"cr-new-{n}", plan_id, "USD", Money(n, "USD"), "test"))
+            states.append(state)
+        for s in states:
+            for table in ("fees", "credits", "payments"):
+                for plan_id in self.PLANS:
+                    assert s.children(table, "plan_id", plan_id) == _children_slowly(s, table, "plan_id", plan_id)
+
+    def test_answer_is_the_callers_own(self) -> None:
+        """A caller may change the list children() returns without changing the next answer."""
+        s = _snap().state()
+        first = s.children("payments", "plan_id", "pln_001")
+        assert first
+        first.clear()
+        assert s.children("payments", "plan_id", "pln_001") == _children_slowly(s, "payments", "plan_id", "pln_001")
+
+
+class TestRecordJson:
+    @settings(max_examples=100, deadline=None)
+    @given(st.text(max_size=12), st.integers(-(2**63), 2**63 - 1), st.dates(), st.dates(),
+           st.integers(-(10**20), 10**20), st.integers(-(10**6), 10**6), st.sampled_from(["USD", "JPY", "KWD"]),
+           st.sampled_from(["planned", "paid", "waived"]))
+    def test_instalment_written_out_as_the_generic_encoder_would(self, rid, seq, due, draft, amount, paid,
+                                                                  currency, status) -> None:
+        """An instalment's JSON and canonical JSON are what the generic per-field encoder gives, whatever it holds."""
+        import orjson
+
+        from simworld._world.models import Instalment, _dump, _names, canonical_json, json_bytes
+
+        inst = Instalment(rid, seq, due, Money(amount, currency), Money(paid, currency), status, draft)
+        generic = {name: _dump(getattr(inst, name))[0] for name in _names(Instalment)}
+        assert json_bytes(inst) == orjson.dumps(generic)
+        assert canonical_json(inst) == orjson.dumps(generic, option=orjson.OPT_SORT_KEYS)
+
+    def test_plan_embeds_its_instalments(self) -> None:
+        """A plan's JSON holds its instalments' JSON, its canonical JSON their canonical JSON, keys sorted."""
+        import orjson
+
+        from simworld._world.models import canonical_json, json_bytes
+
+        plan = _snap().state().get("plans", "pln_001")
+        plain, canonical = orjson.loads(json_bytes(plan)), orjson.loads(canonical_json(plan))
+        assert plain == canonical and list(plain) == [f.name for f in attrs.fields(type(plan))]
+        assert canonical_json(plan) == orjson.dumps(plain, option=orjson.OPT_SORT_KEYS)
+        assert plain["instalments"][0] == orjson.loads(json_bytes(plan.instalments[0]))
+        # The instalments embedded as one joined fragment are the bytes a list of their own fragments gives.
+        fields = {f.name: getattr(plan, f.name) for f in attrs.fields(type(plan))}
+        listed = {**fields, "instalments": [orjson.Fragment(json_bytes(i)) for i in plan.instalments]}
+        assert json_bytes(plan) == orjson.dumps(listed, default=str)
 
 
 class TestSnapshotRoundTrip:

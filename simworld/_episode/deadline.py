@@ -31,6 +31,7 @@ processes, where such a death loses only the episode.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # CPython's C module under signal; typeshed has no stub
 import os
 import queue
 import signal
@@ -150,6 +151,12 @@ class DeadlineCaller:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(AgentTimeout))
 
 
+# signal.signal and signal.getsignal are the C module's functions wrapped to turn ints into enums both ways,
+# which costs about 10 us a call (a failed enum lookup raises inside); a watch is entered for every episode
+# played, solutions' included, and never needs the enums, so it calls the C functions themselves.
+_SIGINT = int(signal.SIGINT)
+
+
 class InterruptWatch:
     """Tells a real Ctrl-C from a ``KeyboardInterrupt`` an agent raised, for the span of a ``with`` block.
 
@@ -171,15 +178,15 @@ class InterruptWatch:
 
     def __enter__(self) -> InterruptWatch:
         if threading.current_thread() is threading.main_thread():
-            previous = signal.getsignal(signal.SIGINT)
+            previous = _signal.getsignal(_SIGINT)
             if callable(previous):
                 self._previous = previous
-                signal.signal(signal.SIGINT, self._note)
+                _signal.signal(_SIGINT, self._note)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+            _signal.signal(_SIGINT, self._previous)
             self._previous = None
 
     def _note(self, signum: int, frame: Any) -> None:

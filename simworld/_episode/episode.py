@@ -45,7 +45,9 @@ class Observation:
 
     request: str
     policy: str
-    tools: tuple[dict[str, Any], ...]
+    # Given and compared as ``tools``; an episode's copy of its schemas is made when first read (see ToolSchemas).
+    _tools: tuple[dict[str, Any], ...] | ToolSchemas = attrs.field(alias="tools", eq=lambda v: _read_tools(v),
+                                                                   repr=lambda v: repr(_read_tools(v)))
     step: int
     now: str
     last_tool: str | None = None
@@ -53,6 +55,11 @@ class Observation:
     last_result: Any = None
     resumed: bool = False
     history: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def tools(self) -> tuple[dict[str, Any], ...]:
+        """The tool schemas: plain JSON values, the episode's own copy, which an agent may serialise or mutate."""
+        return _read_tools(self._tools)
 
     def to_json(self) -> dict[str, Any]:
         """The observation as JSON values (for subprocess agents and logs)."""
@@ -126,6 +133,32 @@ def _schema_bytes(names: tuple[str, ...]) -> bytes:
     return orjson.dumps([TOOLS[n].schema() for n in names])
 
 
+class ToolSchemas:
+    """An episode's copy of its tool schemas, made when first read.
+
+    Each episode's agent gets schemas of its own (plain JSON values it may serialise or even
+    mutate), shared by every observation of the episode. Copying them costs more than the rest
+    of a scripted agent's step put together, and a scripted agent never reads them, so the copy
+    is made only when something reads ``Observation.tools`` (or ``Stepper.tool_schemas``).
+    """
+
+    __slots__ = ("_copy", "_names")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self._names = names
+        self._copy: tuple[dict[str, Any], ...] | None = None
+
+    def get(self) -> tuple[dict[str, Any], ...]:
+        """The episode's copy of the schemas (made now if not yet)."""
+        if self._copy is None:
+            self._copy = tuple(orjson.loads(_schema_bytes(self._names)))
+        return self._copy
+
+
+def _read_tools(tools: tuple[dict[str, Any], ...] | ToolSchemas) -> tuple[dict[str, Any], ...]:
+    return tools.get() if isinstance(tools, ToolSchemas) else tools
+
+
 class Stepper:
     """One scenario at one seed, stepped one action at a time: ``reset()``, ``step(action)``, ``episode()``.
 
@@ -156,7 +189,8 @@ class Stepper:
         self.variables = MappingProxyType(dict(inst.vars))
         self.request = self.scenario.request(inst.vars) if self.for_agent else ""
         self.policy_text = self.scenario.snapshot.policy.render(inst.vars["currency"])
-        self.tool_schemas = self._fresh_tools() if self.for_agent else ()
+        self._schemas: tuple[dict[str, Any], ...] | ToolSchemas = \
+            ToolSchemas(self.scenario.tools) if self.for_agent else ()
         self._steps = 0
         self._calls = 0
         self._crash: Crash | None = None
@@ -175,9 +209,14 @@ class Stepper:
 
     def _observe(self, event: Event | None) -> Observation:
         w = self.world
-        return Observation(self.request, self.policy_text, self.tool_schemas, self._steps, w.clock.iso(),
+        return Observation(self.request, self.policy_text, self._schemas, self._steps, w.clock.iso(),
                            event.tool if event else None, event.status if event else None,
                            event.result if event else None)
+
+    @property
+    def tool_schemas(self) -> tuple[dict[str, Any], ...]:
+        """The episode's tool schemas, as its agent's observations give them (after reset)."""
+        return _read_tools(self._schemas)
 
     @property
     def done(self) -> bool:
@@ -263,12 +302,8 @@ class Stepper:
         history = tuple({"seq": e.seq, "say": e.args["text"]} if e.kind == "say" else
                         {"seq": e.seq, "tool": e.tool, "args": e.args, "status": e.status, "result": e.result}
                         for e in w.events[:position])
-        return Observation(self.request, self.policy_text, self._fresh_tools(), self._steps, w.clock.iso(),
+        return Observation(self.request, self.policy_text, ToolSchemas(self.scenario.tools), self._steps, w.clock.iso(),
                            resumed=True, history=history)
-
-    def _fresh_tools(self) -> tuple[dict[str, Any], ...]:
-        """The tool schemas as a fresh copy: plain JSON values an agent may serialise (or even mutate) freely."""
-        return tuple(orjson.loads(_schema_bytes(self.scenario.tools)))
 
     def fail(self, error: str) -> None:
         """Record that the agent crashed; the episode ends and is kept as errored."""

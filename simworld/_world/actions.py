@@ -165,7 +165,10 @@ def _quick(v: Any, budget: list[int], depth: int) -> Any:
     """A plain copy of ``v`` when it is made of exact dicts, lists, ASCII strings, 64-bit ints, finite floats,
     bools and None, small and shallow (what nearly every action is); else raise _NotQuick.
 
-    ``budget`` holds the values and the characters still allowed.
+    ``budget`` holds the values and the characters still allowed. A container's keys and its strings,
+    integers, bools and Nones are read in its own loop, not by a call each (an action is mostly those);
+    its characters are counted off the budget once, when it is done, so a value over the budget is
+    still refused, only later.
     """
     t = type(v)
     if t is str:
@@ -181,13 +184,40 @@ def _quick(v: Any, budget: list[int], depth: int) -> Any:
         budget[0] -= len(v)
         if budget[0] < 0:
             raise _NotQuick
+        text = 0
         if t is list:
-            return [_quick(x, budget, depth + 1) for x in v]
-        copy = {}
-        for key, x in v.items():
-            if type(key) is not str:
-                raise _NotQuick
-            copy[_quick(key, budget, depth)] = _quick(x, budget, depth + 1)
+            items: list[Any] = []
+            for x in v:
+                tx = type(x)
+                if tx is str:
+                    if len(x) > _QUICK_STRING or not x.isascii():
+                        raise _NotQuick
+                    text += len(x)
+                    items.append(x)
+                elif (tx is int and -(2**63) <= x < 2**63) or tx is bool or x is None:
+                    items.append(x)
+                else:
+                    items.append(_quick(x, budget, depth + 1))
+            copy: Any = items
+        else:
+            copy = {}
+            for key, x in v.items():
+                if type(key) is not str or len(key) > _QUICK_STRING or not key.isascii():
+                    raise _NotQuick
+                text += len(key)
+                tx = type(x)
+                if tx is str:
+                    if len(x) > _QUICK_STRING or not x.isascii():
+                        raise _NotQuick
+                    text += len(x)
+                    copy[key] = x
+                elif (tx is int and -(2**63) <= x < 2**63) or tx is bool or x is None:
+                    copy[key] = x
+                else:
+                    copy[key] = _quick(x, budget, depth + 1)
+        budget[1] -= text
+        if budget[1] < 0:
+            raise _NotQuick
         return copy
     if t is int:
         if not -(2**63) <= v < 2**63:

@@ -12,6 +12,7 @@ reach.
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -22,6 +23,9 @@ import attrs
 from simworld.errors import SimworldError
 
 __all__ = ["SimClock", "TimeGuard", "format_instant", "parse_instant", "wall_monotonic", "wall_time"]
+
+# The real datetime class, held in a tuple: freezegun swaps module attributes that are it for its fake.
+_REAL_DATETIME = (datetime,)
 
 # Held inside a dict, not as module attributes: freezegun replaces module
 # attributes that are the real time functions, but never looks inside containers.
@@ -53,12 +57,27 @@ def parse_instant(value: str) -> datetime:
 
 def format_instant(value: datetime) -> str:
     """Format an aware datetime as UTC ISO with millisecond precision and ``Z``."""
+    if value.tzinfo is UTC:  # the simulated clock's instants: each formatted once per process
+        return _format_utc(value)
+    return _format(value)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # a run's instants repeat: its solutions make the agent's calls again
+def _format_utc(value: datetime) -> str:
+    return _format(value)
+
+
+def _format(value: datetime) -> str:
     utc = value.astimezone(UTC)
     if utc.year < 1000:  # strftime's %Y does not pad such a year on every platform: keep its text
         return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
     # Written out, not strftime: under a TimeGuard strftime is freezegun's, which inspects the call stack.
     return (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}."
             f"{utc.microsecond // 1000:03d}Z")
+
+
+#: The timedelta of each latency a clock has advanced by (tools have a few fixed ones).
+_STEPS: dict[float, timedelta] = {}
 
 
 @attrs.define
@@ -71,12 +90,21 @@ class SimClock:
 
     now: datetime
     guard: TimeGuard | None = None
+    # The last instant iso() formatted, and its text: an event, the observation after it and the next event
+    # all read the same instant.
+    _iso_of: datetime | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    _iso: str = attrs.field(default="", init=False, eq=False, repr=False)
 
     def advance(self, seconds: float) -> datetime:
         """Move forward by ``seconds`` (>= 0) and return the new instant."""
         if seconds < 0:
             raise SimworldError(f"The simulated clock never goes back; got seconds={seconds!r}.")
-        self.now = self.now + timedelta(seconds=seconds)
+        step = _STEPS.get(seconds)
+        if step is None:
+            step = timedelta(seconds=seconds)
+            if len(_STEPS) < 256:
+                _STEPS[seconds] = step
+        self.now = self.now + step
         if self.guard is not None:
             self.guard.move_to(self.now)
         return self.now
@@ -88,8 +116,12 @@ class SimClock:
             self.guard.move_to(instant)
 
     def iso(self) -> str:
-        """The current instant as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
-        return format_instant(self.now)
+        """The current instant as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (formatted once per instant)."""
+        now = self.now
+        if now is not self._iso_of:
+            self._iso = format_instant(now)
+            self._iso_of = now
+        return self._iso
 
 
 class TimeGuard:
@@ -118,9 +150,21 @@ class TimeGuard:
         return self
 
     def move_to(self, instant: datetime) -> None:
-        """Move the started freezer to ``instant``."""
-        if self._factory is not None:
-            self._factory.move_to(instant)
+        """Move the started freezer to ``instant``.
+
+        What freezegun's own ``move_to`` does, without its parsing and dispatch (a call costs
+        the episode two of these): the frozen instant is naive UTC, moved by the difference.
+        """
+        factory = self._factory
+        if factory is None:
+            return
+        offset = instant.utcoffset() if isinstance(instant, _REAL_DATETIME) else None
+        if offset is None:
+            factory.move_to(instant)  # anything else: freezegun's own reading of it
+            return
+        target = (instant - offset).replace(tzinfo=None)
+        frozen = factory.time_to_freeze
+        factory.time_to_freeze = frozen + (target - frozen)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -9,6 +9,7 @@ drifts (Jan 31 → Feb 29 → Mar 29 → …).
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Collection
 from datetime import UTC, date, datetime, timedelta
@@ -36,8 +37,10 @@ __all__ = [
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 Roll = Literal["following", "modified_following", "preceding", "none"]
 _ROLLS = ("following", "modified_following", "preceding", "none")
+_TO_MONDAY = {5: timedelta(days=2), 6: timedelta(days=1)}
 
 
+@functools.lru_cache(maxsize=4096)  # a few centuries of months: every date a world shifts or clamps asks
 def days_in_month(year: int, month: int) -> int:
     """Return the number of days in ``month`` of ``year`` (leap years included)."""
     return calendar.monthrange(year, month)[1]
@@ -115,6 +118,9 @@ def roll(day: date, convention: Roll = "following", holidays: Collection[date] =
     unless that crosses into the next month, in which case it takes the previous
     business day; ``preceding`` takes the previous one; ``none`` keeps ``day``.
     """
+    if convention == "following" and not holidays:  # what nearly every draft date asks: Saturday +2, Sunday +1
+        weekday = day.weekday()
+        return day if weekday < 5 else day + _TO_MONDAY[weekday]
     if convention not in _ROLLS:
         raise DateError(f"Expected convention in {_ROLLS!r} but got convention={convention!r}.")
     if convention == "none" or is_business_day(day, holidays):

@@ -242,7 +242,7 @@ for _cls in (*MODELS.values(), Instalment):
 _AS_IS = frozenset({str, int, bool, type(None)})
 _RECORDS = frozenset({*MODELS.values(), Instalment})
 
-#: Each record class's field names, in declaration order.
+#: Each record class's field names, in declaration order (``_instalment_values`` writes Instalment's out).
 _NAMES: dict[type[Any], tuple[str, ...]] = {}
 
 
@@ -253,25 +253,76 @@ def _names(cls: type[Any]) -> tuple[str, ...]:
     return names
 
 
-def _dump(value: Any, canonical: bool) -> Any:
-    """One field's JSON value; a record inside a record is its own (cached) bytes, embedded as they are."""
+def _dump(value: Any) -> tuple[Any, Any]:
+    """One field's JSON value, as the record's JSON has it and as its canonical JSON has it (the same value,
+    unless a record is inside: then each is that record's own cached bytes of the kind, embedded as they are)."""
     kind = type(value)
     if kind in _AS_IS:
-        return value
+        return value, value
     if kind is Money:
-        return format_minor(value.minor, value.currency)
+        text = format_minor(value.minor, value.currency)
+        return text, text
     if kind in _RECORDS:
-        return orjson.Fragment(canonical_json(value) if canonical else json_bytes(value))
+        plain, canonical = _encoded(value)
+        return orjson.Fragment(plain), orjson.Fragment(canonical)
     real_date, real_datetime = _REAL_DATE_TYPES
     if kind is real_datetime or (kind is not real_date and isinstance(value, real_datetime)):
-        return format_instant(value)
+        text = format_instant(value)
+        return text, text
     if kind is real_date or isinstance(value, real_date):
-        return value.isoformat()
+        text = value.isoformat()
+        return text, text
     if kind is tuple:
-        return [_dump(v, canonical) for v in value]
+        if value and all(type(v) in _RECORDS for v in value):
+            # A plan's instalments: one fragment of each kind, the records' own bytes joined as orjson joins them.
+            encoded = [_encoded(v) for v in value]
+            return (orjson.Fragment(b"[" + b",".join([p for p, _ in encoded]) + b"]"),
+                    orjson.Fragment(b"[" + b",".join([c for _, c in encoded]) + b"]"))
+        pairs = [_dump(v) for v in value]
+        return [p for p, _ in pairs], [c for _, c in pairs]
     if attrs.has(kind):
-        return orjson.Fragment(canonical_json(value) if canonical else json_bytes(value))
-    return value
+        plain, canonical = _encoded(value)
+        return orjson.Fragment(plain), orjson.Fragment(canonical)
+    return value, value
+
+
+def _encoded(record: Any) -> tuple[bytes, bytes]:
+    """The record's JSON and canonical JSON, made together once per record (nearly every record that needs
+    one needs the other: a tool shows it, the state hash digests it) and kept on it."""
+    cache = record.__dict__
+    try:
+        return cache["_json_bytes"], cache["_canonical_json"]
+    except KeyError:
+        pass
+    plain = _instalment_values(record) if type(record) is Instalment else None
+    if plain is not None:
+        canonical = plain
+    else:
+        plain, canonical = {}, {}
+        for name in _names(type(record)):
+            value = getattr(record, name)
+            if type(value) in _AS_IS:  # most fields: what _dump would give, without the call
+                plain[name] = canonical[name] = value
+            else:
+                plain[name], canonical[name] = _dump(value)
+    both = orjson.dumps(plain), orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)
+    object.__setattr__(record, "_json_bytes", both[0])
+    object.__setattr__(record, "_canonical_json", both[1])
+    return both
+
+
+def _instalment_values(i: Instalment) -> dict[str, Any] | None:
+    """An instalment's JSON values, written out for the types it nearly always holds (the record most often
+    encoded: a plan has a dozen, and every change to a schedule makes new ones); None for anything else."""
+    due, amount, paid, draft = i.due_date, i.amount, i.paid_amount, i.draft_date
+    real_date = _REAL_DATE_TYPES[0]
+    if not (type(due) is real_date and type(draft) is real_date and type(amount) is Money and type(paid) is Money
+            and type(i.id) is str and type(i.seq) is int and type(i.status) is str):
+        return None
+    return {"id": i.id, "seq": i.seq, "due_date": due.isoformat(),
+            "amount": format_minor(amount.minor, amount.currency),
+            "paid_amount": format_minor(paid.minor, paid.currency),
+            "status": i.status, "draft_date": draft.isoformat()}
 
 
 def json_bytes(record: Any) -> bytes:
@@ -280,16 +331,19 @@ def json_bytes(record: Any) -> bytes:
     Records are immutable, so the bytes are kept on the record; a change makes a new
     record (``attrs.evolve``) with none.
     """
-    return memo(record, "_json_bytes",
-                lambda r: orjson.dumps({name: _dump(getattr(r, name), False) for name in _names(type(r))}))
+    try:
+        return record.__dict__["_json_bytes"]
+    except KeyError:
+        return _encoded(record)[0]
 
 
 def canonical_json(record: Any) -> bytes:
     """The record's canonical JSON (keys sorted at every level, no whitespace) as bytes, computed once per record:
     what its digest is taken of."""
-    return memo(record, "_canonical_json",
-                lambda r: orjson.dumps({name: _dump(getattr(r, name), True) for name in _names(type(r))},
-                                       option=orjson.OPT_SORT_KEYS))
+    try:
+        return record.__dict__["_canonical_json"]
+    except KeyError:
+        return _encoded(record)[1]
 
 
 def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:

@@ -221,8 +221,13 @@ class Money:
 
     @classmethod
     def zero(cls, currency: str) -> Money:
-        """Return zero in ``currency``."""
-        return cls(0, currency)
+        """Return zero in ``currency`` (one shared value per currency: Money is immutable)."""
+        held = _ZEROS.get(currency) if type(currency) is str else None
+        if held is None or cls is not Money:
+            held = cls(0, currency)
+            if cls is Money:
+                _ZEROS[currency] = held
+        return held
 
     @property
     def exponent(self) -> int:
@@ -267,6 +272,9 @@ class Money:
         return self.minor >= self._same(other).minor
 
 
+#: Money.zero's values, by currency (each checked once, when first made).
+_ZEROS: dict[str, Money] = {}
+
 _bare = object.__new__
 _put = object.__setattr__
 
@@ -301,7 +309,8 @@ def allocate(total: Money, parts: int, remainder: Remainder = "last") -> list[Mo
     indices = range(extra) if remainder == "first" else range(parts - extra, parts)
     for i in indices:
         sizes[i] += 1
-    return [Money(sign * s, total.currency) for s in sizes]
+    currency = total.currency
+    return [_checked(sign * s, currency) for s in sizes]  # ints of a currency ``total`` already has
 
 
 def allocate_ratios(total: Money, ratios: Sequence[int | Decimal | Fraction]) -> list[Money]:

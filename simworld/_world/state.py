@@ -17,7 +17,7 @@ a state nobody hashes (a solver's scratch world) never digests a record.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -78,7 +78,7 @@ class Base:
         return cls(full, indexes, digests, sums[True], sums[False])
 
 
-@attrs.frozen(eq=False, slots=False)  # a __dict__ holds the sums once computed (see _sums)
+@attrs.frozen(eq=False, slots=False)  # a __dict__ holds the sums and the changes once found
 class State:
     """A readable, immutable world state: a :class:`Base` plus an overlay of changes."""
 
@@ -115,9 +115,9 @@ class State:
 
     def get(self, table: str, rid: str) -> Any:
         """The record ``rid`` of ``table``, or None."""
-        key = (table, rid)
-        if key in self.overlay:
-            return self.overlay[key]
+        record = self.overlay.get((table, rid))
+        if record is not None:  # the overlay holds records, never None
+            return record
         return self.base.tables[table].get(rid)
 
     def records(self, table: str) -> Iterator[Any]:
@@ -136,17 +136,56 @@ class State:
         return len(base) + sum(1 for (t, rid) in self.overlay if t == table and rid not in base)
 
     def children(self, table: str, field: str, key: str) -> list[Any]:
-        """Records of ``table`` whose ``field`` equals ``key``, through the load-time index."""
-        ids = list(self.base.indexes[(table, field)].get(key, ()))
+        """Records of ``table`` whose ``field`` equals ``key``, through the load-time index: the snapshot's in
+        file order, then new ones in creation order. A fresh list, the caller's own."""
+        ids = self.base.indexes[(table, field)].get(key, ())
         base = self.base.tables[table]
-        ids += [rid for (t, rid), rec in self.overlay.items()
-                if t == table and rid not in base and getattr(rec, field) == key]
-        return [self.get(table, rid) for rid in ids]
+        if not self.overlay:
+            return [base[rid] for rid in ids]
+        replaces, added = self._changes(table, field)
+        if replaces:
+            overlay = self.overlay
+            found = [overlay.get((table, rid)) or base[rid] for rid in ids]
+        else:
+            found = [base[rid] for rid in ids]
+        more = added.get(key)
+        if more:
+            found += more
+        return found
+
+    def _changes(self, table: str, field: str) -> tuple[bool, dict[Any, list[Any]]]:
+        """Whether the overlay replaces any of the snapshot's records of ``table``, and the records it adds to it
+        by their ``field``: found once per state and field, since a state never changes."""
+        try:
+            cache = self.__dict__["_changes_cache"]
+        except KeyError:
+            cache = {}
+            object.__setattr__(self, "_changes_cache", cache)
+        changes = cache.get((table, field))
+        if changes is None:
+            replaces = False
+            added: dict[Any, list[Any]] = {}
+            base = self.base.tables[table]
+            for (t, rid), record in self.overlay.items():
+                if t == table:
+                    if rid in base:
+                        replaces = True
+                    else:
+                        added.setdefault(getattr(record, field), []).append(record)
+            changes = cache[(table, field)] = (replaces, added)
+        return changes
 
     def put(self, record: Any) -> State:
         """Return a new state in which ``record`` replaces the record with its id (or is added)."""
         overlay = dict(self.overlay)
         overlay[(type(record).table, record.id)] = record
+        return State(self.base, overlay)
+
+    def put_all(self, records: Iterable[Any]) -> State:
+        """Return a new state in which each of ``records`` is put in turn (as :meth:`put` would, in one copy)."""
+        overlay = dict(self.overlay)
+        for record in records:
+            overlay[(type(record).table, record.id)] = record
         return State(self.base, overlay)
 
     @property

@@ -16,6 +16,10 @@ _VAR = re.compile(r"^\{(\w+)\}$")
 _FORMATTER = string.Formatter()
 
 
+#: Templates already found to hold only plain fields (a prompt is rendered once per episode).
+_PLAIN: set[str] = set()
+
+
 def check_template(template: str, where: str) -> None:
     """Refuse anything in ``template`` but plain ``{name}`` fields (and ``{{``/``}}`` for braces).
 
@@ -23,6 +27,8 @@ def check_template(template: str, where: str) -> None:
     (``{name.x}``) or an index (``{name[0]}``) would let a scenario or a script make a
     gigabyte of text or reach into objects; each is a ScenarioError naming it.
     """
+    if type(template) is str and template in _PLAIN:
+        return
     try:
         fields = list(_FORMATTER.parse(template))
     except ValueError as exc:
@@ -34,6 +40,8 @@ def check_template(template: str, where: str) -> None:
             shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
             raise ScenarioError(f"{where}: placeholder {shown!r} is not allowed; templates take only plain "
                                 "{name} fields (no format spec, conversion, attribute or index).")
+    if type(template) is str and len(_PLAIN) < 4096:
+        _PLAIN.add(template)
 
 
 def render(template: str, variables: dict[str, Any], where: str) -> str:
@@ -64,14 +72,16 @@ def from_reference(ref: Any, where: str, before: int | None = None) -> tuple[int
 def resolve_args(value: Any, variables: dict[str, Any], results: list[Any], where: str) -> Any:
     """Resolve templates and ``$from`` references in a step's arguments."""
     if isinstance(value, str):
+        if "{" not in value:  # no placeholder (and so no whole-value {var} either)
+            return value
         m = _VAR.match(value)
         if m and m.group(1) in variables:
             return variables[m.group(1)]
-        return render(value, variables, where) if "{" in value else value
+        return render(value, variables, where)
     if isinstance(value, list):
         return [resolve_args(v, variables, results, where) for v in value]
     if isinstance(value, dict):
-        if set(value) == {"$from"}:
+        if len(value) == 1 and "$from" in value:
             step, path = from_reference(value["$from"], where)
             try:
                 found = results[step]

@@ -155,7 +155,7 @@ class World:
             # Environment.step sends only string names here; a direct caller may send anything.
             name = f"<a value of type {type_name(name)}>"
         tool = self.tools.get(name)
-        args_json, problem = _jsonable(args, "args")
+        args_json, args_bytes, problem = _jsonable_bytes(args, "args")
         if problem is not None:
             return self.refuse(problem)
         if tool is None:
@@ -167,7 +167,7 @@ class World:
             # What a call's effect depends on: the state, the simulated time, the sequence number (new records'
             # ids), the tool and its arguments exactly.
             calls = self._calls
-            key = (id(before), self.clock.now, seq, id(tool), orjson.dumps(args_json)) if calls is not None else None
+            key = (id(before), self.clock.now, seq, id(tool), args_bytes) if calls is not None else None
             played = calls.get(key) if calls is not None else None
             if played is not None and played[0] is before and played[1] is tool:
                 # The same call on the same state, clock and sequence number (by this world or another from
@@ -184,19 +184,31 @@ class World:
                     self.state = before
                     result, status = {"error": str(exc)}, exc.status
                 self.clock.advance(tool.latency)
-                recorded, problem = _jsonable(result, "result")
+                recorded, result_bytes, problem = _jsonable_bytes(result, "result")
                 if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug
                     raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
                 if calls is not None and len(calls) < _CALLS_KEPT:
-                    calls[key] = (before, tool, self.state, orjson.dumps(recorded), status)
-            event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, tool.kind.value)
-            if status == "ok" and tool.kind.value == "terminal":
+                    calls[key] = (before, tool, self.state, result_bytes, status)
+            kind = tool.kind.value
+            event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, kind)
+            if status == "ok" and kind == "terminal":
                 self.outcome = recorded["outcome"]
         return self._record(event)
 
 
 #: Calls kept per start (a seed's perturbed world): enough for the agent's and every solution's.
 _CALLS_KEPT = 512
+
+
+def _jsonable_bytes(value: Any, root: str) -> tuple[Any, bytes, str | None]:
+    """:func:`_jsonable`, with the JSON bytes of what is recorded (``orjson.dumps`` of it)."""
+    try:
+        dumped = orjson.dumps(value)
+    except TypeError:
+        recorded, problem = plain_value(value, root)
+        return recorded, (orjson.dumps(recorded) if problem is None else b""), problem
+    # orjson reads back what it wrote as the same values, which it writes as the same bytes.
+    return orjson.loads(dumped), dumped, None
 
 
 def _jsonable(value: Any, root: str) -> tuple[Any, str | None]:

@@ -107,9 +107,10 @@ class Tool:
         """Check ``args`` against the signature; return keyword arguments or raise ToolArgumentError."""
         if not isinstance(args, dict):
             raise ToolArgumentError(f"{self.name}: expected args as a JSON object but got {args!r}.")
-        unknown = sorted(set(args) - set(self.hints))
+        unknown = args.keys() - self.hints.keys()
         if unknown:
-            raise ToolArgumentError(f"{self.name}: unknown argument(s) {unknown!r}; allowed: {sorted(self.hints)!r}.")
+            raise ToolArgumentError(f"{self.name}: unknown argument(s) {sorted(unknown)!r}; "
+                                    f"allowed: {sorted(self.hints)!r}.")
         bound: dict[str, Any] = {}
         for name, hint in self.hints.items():
             if name not in args:

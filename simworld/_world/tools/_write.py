@@ -58,6 +58,17 @@ def _instalment(plan_id: str, seq: int, due: Any, amount: Money) -> Instalment:
     return Instalment(f"{plan_id}-{seq}", seq, due, amount, zero, "planned", roll(due, "following"))
 
 
+def _placed(plan_id: str, seq: int, due: date, what: Instalment | Money) -> Instalment:
+    """The instalment at ``seq``: a new one due on ``due`` when ``what`` is its amount, else the kept instalment
+    ``what`` renumbered (itself when already at ``seq``: the same value, its JSON already made)."""
+    rid = f"{plan_id}-{seq}"
+    if isinstance(what, Money):
+        return _instalment(plan_id, seq, due, what)
+    if what.seq == seq and what.id == rid:
+        return what
+    return attrs.evolve(what, seq=seq, id=rid)
+
+
 @tool(Kind.WRITE, latency=1.0)
 def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
                  credit: Amount = _NO_CREDIT) -> dict[str, Any]:
@@ -106,10 +117,9 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
     taken = {i.seq for i in locked}
     free = [n for n in range(1, len(kept) + len(rows) + 1) if n not in taken]
     movable = sorted([(i.due_date, 0, i) for i in kept if i.status not in LOCKED] +
-                     [(due, 1, _instalment(plan.id, 0, due, amount)) for due, amount in rows],
+                     [(due, 1, amount) for due, amount in rows],
                      key=lambda x: (x[0], x[1]))
-    placed = [attrs.evolve(inst, seq=seq, id=f"{plan.id}-{seq}") for seq, (_d, _n, inst) in
-              zip(free, movable, strict=True)]
+    placed = [_placed(plan.id, seq, due, what) for seq, (due, _n, what) in zip(free, movable, strict=True)]
     plan = attrs.evolve(plan, instalments=tuple(sorted(locked + placed, key=lambda i: i.seq)))
     world.put(plan)
     if credit_money.minor:
