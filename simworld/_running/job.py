@@ -13,7 +13,7 @@ from typing import Any
 from simworld._episode.contract import CONTRACT_VERSION
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode
-from simworld._episode.judge import graded_line, result_line, solution_end_states
+from simworld._episode.judge import graded_line, result_line
 from simworld._episode.play import AgentFactory, play
 from simworld._running.rundir import EVENTS
 from simworld._scenario.scenario import Scenario
@@ -55,7 +55,7 @@ def play_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Pa
     try:
         episode = play(Environment(scenario, seed, agent_name=agent_name, guard=guard), agent_factory)
         stage = "grading"
-        line = graded_line(scenario, episode, solution_end_states(scenario, seed, guard, episode=episode), trial)
+        line = graded_line(scenario, episode, trial=trial, guard=guard)
     except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
         line = harness_line(scenario.id, seed, trial, agent_name, episode,
                             f"while {stage}: " + describe_exception(exc, frames=True), category=scenario.category)
