@@ -191,3 +191,42 @@ class TestDiskCache:
             read = solution_end_states(sc, 7, guard)
             assert plays == list(sc.solution_files[1:]) and path.stat().st_mtime_ns == stamp  # read, not played
             assert [s.hash for s in read] == [s.hash for s in _play_solutions(_fresh(sc), 7, guard)]
+
+
+class TestPlayedStraightThrough:
+    @pytest.mark.parametrize("seed", [0, 5])
+    def test_the_end_state_is_the_agent_loops(self, seed: int) -> None:
+        """Every solution of the suite, played without the agent loop, ends in the state a Stepper driven by its
+        steps ends in: the same hash and the same records in the same overlay order."""
+        from simworld._episode.episode import Stepper
+
+        with TimeGuard() as guard:
+            for scenario in SUITE:
+                sc = _fresh(scenario)
+                for name, steps in zip(sc.solution_files, sc.solutions, strict=True):
+                    state, why = judge._play_solution(sc, seed, guard, name, steps)
+                    full = play(Stepper(_fresh(scenario), seed, agent_name=name, guard=guard),
+                                steps_factory(steps, name))
+                    assert why is None and state.hash == full.final_state.hash, (sc.id, name)
+                    assert list(state.overlay) == list(full.final_state.overlay), (sc.id, name)
+
+    @pytest.mark.parametrize("how", ["no terminal call", "a call refused", "over the step budget", "a bad reference"])
+    def test_a_solution_that_does_not_play_says_why_as_the_agent_loop_does(self, how: str) -> None:
+        """A solution that does not play straight through is played again by the agent loop, whose reason names
+        what went wrong."""
+        from simworld._scenario.scenario import Step
+
+        sc = _fresh(BY_ID["waive-small-fee"])
+        steps = sc.solutions[0]
+        if how == "no terminal call":
+            steps, expected = steps[:-1], "it stopped with 'agent_stopped'"
+        elif how == "a call refused":
+            steps, expected = (Step("waive_fee", {"fee_id": "fee_nope", "reason": "x"}), *steps), "fee_nope"
+        elif how == "over the step budget":
+            sc = attrs.evolve(sc, max_steps=len(steps) - 1)
+            expected = "it stopped with 'max_steps'"
+        else:
+            steps, expected = (Step(steps[0].tool, {"x": {"$from": [9, "nope"]}}), *steps), "step 0"
+        with TimeGuard() as guard:
+            state, why = judge._play_solution(sc, 1, guard, "solution.jsonl", steps)
+        assert why is not None and expected in why, why

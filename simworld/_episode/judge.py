@@ -14,10 +14,12 @@ from simworld._episode.play import play
 from simworld._episode.steps import steps_factory
 from simworld._grading.contract import grade_episode
 from simworld._scenario.scenario import Scenario, Step
-from simworld._world.actions import plain_value
-from simworld._world.clock import TimeGuard
+from simworld._world.actions import plain_action, plain_value
+from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
 from simworld._world.templates import resolve_args
+from simworld._world.tools import TOOLS
+from simworld._world.world import World
 from simworld.errors import BrokenSolutionError, ScenarioError
 
 __all__ = ["SolutionEndStates", "grade", "graded_line", "result_line", "solution_end_states"]
@@ -199,6 +201,11 @@ def _from_start(scenario: Scenario, seed: int, episode: Episode | None) -> Episo
 def _play_solution(scenario: Scenario, seed: int, guard: TimeGuard | None, name: str,
                    steps: Sequence[Step]) -> tuple[State, str | None]:
     """Play one solution from the seed's start: its end state, and why it does not play (None when it does)."""
+    if scenario.recovery is None:
+        state = _play_straight(scenario, seed, guard, name, steps)
+        if state is not None:
+            return state, None
+    # A crash to recover from, or a solution that does not play: the whole agent loop, which says why.
     env = _SolutionStepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
     played = play(env, steps_factory(steps, name))
     bad = [e for e in played.events if e.status != "ok"]
@@ -207,6 +214,40 @@ def _play_solution(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
             f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}: {bad[0].result}" if bad
             else f"it stopped with {played.stop_reason!r}")
     return played.final_state, None
+
+
+def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name: str,
+                   steps: Sequence[Step]) -> State | None:
+    """The end state of a solution that plays straight through: each call ok, the last one terminal, within the
+    step budget; None for any other (the agent loop plays that one again, to say why).
+
+    The world, the calls and their order are a :class:`_SolutionStepper`'s driven by a
+    :class:`~simworld._episode.steps.StepsAgent`, without the observations, the agent
+    loop's guards and the sealed episode, which no end state depends on.
+    """
+    inst = scenario.instance(seed)
+    clock = SimClock(inst.clock, guard)
+    clock.set(inst.clock)
+    world = World(inst.state, clock, scenario.snapshot.policy, {n: TOOLS[n] for n in scenario.tools}, inst.calls)
+    variables = dict(inst.vars)
+    results: list[Any] = []
+    try:
+        for i, step in enumerate(steps):
+            if i >= scenario.max_steps:
+                return None
+            args = resolve_args(step.args, variables, results, f"{scenario.id}/{name} step {i}")
+            action, problem = plain_action({"tool": step.tool, "args": args})
+            if problem is not None:
+                return None
+            event = world.call(action["tool"], action.get("args", {}))
+            if event.status != "ok":
+                return None
+            if world.outcome is not None:
+                return world.state
+            results.append(event.result)
+    except Exception:  # noqa: BLE001 - a template or a tool that fails: the agent loop names it
+        return None
+    return None
 
 
 def grade(scenario: Scenario, episode: Episode, solutions: Sequence[State]) -> dict[str, Any]:
