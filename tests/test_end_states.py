@@ -230,3 +230,16 @@ class TestPlayedStraightThrough:
         with TimeGuard() as guard:
             state, why = judge._play_solution(sc, 1, guard, "solution.jsonl", steps)
         assert why is not None and expected in why, why
+
+    def test_a_solution_played_while_grading_leaves_simulated_time_where_the_episode_left_it(self) -> None:
+        """simworld's own tools read the world's clock, so a solution played by the end-state grader does not move
+        the time foreign code sees: a grader after it sees the episode's last instant, played or not."""
+        sc = _fresh(BY_ID["split-balance-three-ways"])
+        with TimeGuard() as guard:
+            frozen = guard._factory  # the freezer's own time (freezegun gives pytest's frames the real time)
+            episode = _episode(sc, 3, "noop", guard)
+            ended = frozen()
+            assert ended == sc.instance(3).clock.replace(tzinfo=None)  # a noop episode makes no call
+            graded_line(sc, episode, guard=guard)  # plays every solution: none matches a noop episode
+            assert frozen() == ended
+            assert sc.instance(3).calls, "the solutions were played"

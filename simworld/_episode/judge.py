@@ -226,9 +226,13 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     loop's guards and the sealed episode, which no end state depends on.
     """
     inst = scenario.instance(seed)
-    clock = SimClock(inst.clock, guard)
+    tools = {n: TOOLS[n] for n in scenario.tools}
+    # simworld's own tools read the world's clock, never datetime.now(): simulated time is shown to foreign code
+    # (a tool of your own) only, so that a solution played while grading leaves freezegun where the episode left it.
+    foreign = any(not getattr(t.fn, "__module__", "").startswith("simworld.") for t in tools.values())
+    clock = SimClock(inst.clock, guard if foreign else None)
     clock.set(inst.clock)
-    world = World(inst.state, clock, scenario.snapshot.policy, {n: TOOLS[n] for n in scenario.tools}, inst.calls)
+    world = World(inst.state, clock, scenario.snapshot.policy, tools, inst.calls)
     variables = dict(inst.vars)
     results: list[Any] = []
     try:
