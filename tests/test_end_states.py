@@ -193,6 +193,7 @@ class TestDiskCache:
             assert [s.hash for s in read] == [s.hash for s in _play_solutions(_fresh(sc), 7, guard)]
 
 
+@pytest.mark.usefixtures("no_disk")
 class TestPlayedStraightThrough:
     @pytest.mark.parametrize("seed", [0, 5])
     def test_the_end_state_is_the_agent_loops(self, seed: int) -> None:
