@@ -25,26 +25,33 @@ def expected_final_state(episode: Any, solutions: Sequence[State]) -> Verdict:
     if not solutions:
         return Verdict.from_checks([Check("end_state_matches_a_solution", False, "no valid end state to compare")],
                                    state_diff=[], score=0.0)
-    keys = touched([episode.initial_state, episode.final_state, *solutions])
-    actual: Projection | None = None
-    best: tuple[int, int, list[dict[str, Any]], int] | None = None
+    final = episode.final_state
+    mine = touched([episode.initial_state, final])
+    actual: dict[frozenset[tuple[str, str]], Projection] = {}  # the episode's projection, by the keys compared
+    diffs = []
+    # In order, stopping at the first match: a later solution is never read (nor, in a run, played). Records that
+    # neither this episode nor solution i touched are the start's in both, so they cannot tell the two apart.
     for i, solution in enumerate(solutions):
-        if best is not None and best[0] == 0:
-            break  # the first valid answer matched; no later one can be closer
-        if same_records(solution, episode.final_state, keys):
-            best = (0, i, [], 1)  # the same records: the same projection, found without projecting
-            break
-        if actual is None:
-            actual = project(episode.final_state, keys)
-        expected = project(solution, keys)
-        d = diff(expected, actual)
-        if best is None or len(d) < best[0]:
-            best = (len(d), i, d, max(len(expected), 1))
-    assert best is not None
-    n, index, d, size = best
-    ok = n == 0
-    detail = f"matches solution {index}" if ok else (
-        f"{n} field(s) differ from the closest valid end state (solution {index}): "
-        + ", ".join(x["path"] for x in d[:5]) + (" ..." if n > 5 else ""))
-    return Verdict.from_checks([Check("end_state_matches_a_solution", ok, detail)], state_diff=d,
-                               score=max(0.0, 1 - n / size))
+        keys = frozenset(mine | touched([solution]))
+        if same_records(solution, final, keys):  # the same records: the same projection, found without projecting
+            d: list[dict[str, Any]] = []
+        else:
+            if keys not in actual:
+                actual[keys] = project(final, keys)
+            expected = project(solution, keys)
+            d = diff(expected, actual[keys])
+        if not d:
+            return Verdict.from_checks([Check("end_state_matches_a_solution", True, f"matches solution {i}")],
+                                       state_diff=[], score=1.0)
+        diffs.append((d, keys, len(expected)))
+    # None matches: the closest valid answer, its share of matching fields taken over every record any touched.
+    index = min(range(len(diffs)), key=lambda i: len(diffs[i][0]))
+    d, keys, size = diffs[index]
+    every = mine.union(*(k for _, k, _ in diffs))
+    if every != keys:
+        size = len(project(solutions[index], every))
+    n = len(d)
+    detail = (f"{n} field(s) differ from the closest valid end state (solution {index}): "
+              + ", ".join(x["path"] for x in d[:5]) + (" ..." if n > 5 else ""))
+    return Verdict.from_checks([Check("end_state_matches_a_solution", False, detail)], state_diff=d,
+                               score=max(0.0, 1 - n / max(size, 1)))

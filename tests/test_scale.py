@@ -111,7 +111,7 @@ class TestEndStateCache:
         endstates.clear_process_cache()
         again = solution_end_states(sc, 5)
         assert [s.hash for s in again] == [s.hash for s in good]
-        assert orjson.loads(path.read_bytes())["format"] == 1
+        assert orjson.loads(path.read_bytes())["format"] == endstates._FORMAT
 
     def test_the_key_follows_what_the_scenario_says(self, cache: Path) -> None:
         """Another solution, another seed or another snapshot in memory is another file; the same inputs, the same."""

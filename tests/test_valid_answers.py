@@ -196,13 +196,21 @@ class TestBrokenSolutionNamed:
         assert "fee_nope" in caught.value.problems[0][1] and "solution 1" not in str(caught.value)
 
     def test_run_harness_error_names_the_file(self, tmp_path: Path) -> None:
-        """`simworld run` over a scenario with a broken solution fails the episode with a harness error naming it."""
+        """`simworld run` fails an episode whose grading reads a broken solution with a harness error naming it; an
+        episode that matched an earlier solution, which plays, is graded against that one."""
         suite = copy_suite(tmp_path, "waive-small-fee")
         _break(suite / "waive-small-fee" / "solution-with-message.jsonl")
-        done = simworld("run", "--suite", str(suite), "--out", "o", cwd=tmp_path)
+        done = simworld("run", "--suite", str(suite), "--out", "o", "--agent", "noop", cwd=tmp_path)
         assert done.returncode == 3, done.stdout + done.stderr
         (line,) = (orjson.loads(x) for x in (tmp_path / "o" / "results.jsonl").read_bytes().splitlines())
         assert "solution-with-message.jsonl: this solution does not play" in line["harness_error"]
+        assert "/solution.jsonl:" not in line["harness_error"]  # the first solution plays
+        done = simworld("run", "--suite", str(suite), "--out", "r", "--agent", "reference", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (line,) = (orjson.loads(x) for x in (tmp_path / "r" / "results.jsonl").read_bytes().splitlines())
+        assert line["harness_error"] is None and line["passed"]
+        state = {"name": "end_state_matches_a_solution", "passed": True, "detail": "matches solution 0"}
+        assert state in line["checks"]
 
     def test_check_reports_broken_solution_on_its_own(self, tmp_path: Path) -> None:
         """`simworld check` prints BROKEN SOLUTION scenario: file: why, exits 1, and still checks the others."""

@@ -1,8 +1,9 @@
-"""The valid end states of a (scenario, seed), kept so that no run plays the same solutions twice.
+"""The valid end states of a (scenario, seed), kept so that no run plays the same solution twice.
 
 A scenario's expected end states depend only on what the scenario says (its solutions,
 target, perturbation, parameters, tools, budget and recovery), the snapshot's bytes, the
-seed and the simworld code that plays them. They are played once and kept:
+seed and the simworld code that plays them. Each is played when a grader first reads it
+(an agent that matched the first solution never needs the others played) and kept:
 
 - in a process cache of the last few hundred (scenario, seed)s, shared by ``run``,
   ``probe``, ``check`` and every trial of a seed;
@@ -15,9 +16,10 @@ seed and the simworld code that plays them. They are played once and kept:
   ``SIMWORLD_NO_CACHE=1``) bypasses it.
 
 A file holds, per solution, the records its end state changed from the seed's perturbed
-start, as JSON; reading it puts those records back onto that start, so a read end state
-has exactly the overlay a played one has. A scenario built in memory from a snapshot
-with no file behind it (no digest) is never written to disk.
+start, as JSON, or null for a solution not played yet; reading it puts those records back
+onto that start, so a read end state has exactly the overlay a played one has. A file is
+written again when an episode's grading played a solution it did not hold. A scenario built
+in memory from a snapshot with no file behind it (no digest) is never written to disk.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,12 @@ from simworld._scenario.scenario import Scenario
 from simworld._world.models import json_bytes, record_from_json
 from simworld._world.state import State
 
-__all__ = ["cache_dir", "clear_process_cache", "disk_cache_enabled", "end_states", "set_disk_cache"]
+__all__ = ["KeptEndStates", "cache_dir", "clear_process_cache", "disk_cache_enabled", "kept_end_states",
+           "set_disk_cache"]
 
-_FORMAT = 1
+_FORMAT = 2  # 2: a solution not played yet is null
 _SIZE = 512
-_held: OrderedDict[tuple[int, int], tuple[Scenario, tuple[State, ...], tuple[int, ...]]] = OrderedDict()
+_held: OrderedDict[tuple[int, int], tuple[Scenario, KeptEndStates, tuple[int, ...]]] = OrderedDict()
 _lock = threading.Lock()
 _disk_enabled: bool | None = None  # None: the environment decides
 _code: str | None = None
@@ -75,11 +77,50 @@ def clear_process_cache() -> None:
         _held.clear()
 
 
-def end_states(scenario: Scenario, seed: int, play: Callable[[], tuple[State, ...]]) -> tuple[State, ...]:
-    """The end states of ``scenario``'s solutions at ``seed``: from memory, from disk, or ``play()``-ed.
+class KeptEndStates:
+    """The end states of ``scenario``'s solutions at ``seed`` known so far, by solution index (None: not played yet).
 
-    ``play`` raises when a solution does not play (wrong ground truth); nothing is kept then.
+    One is shared by every episode of the (scenario, seed) in the process; threads may fill it at once (a
+    solution played twice plays to the same state, and the first kept stays).
     """
+
+    def __init__(self, scenario: Scenario, seed: int, states: list[State | None], path: Path | None) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self._states = states
+        self._path = path
+        self._unsaved = False
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def known(self, index: int) -> State | None:
+        """Solution ``index``'s end state, or None when it has not been played (or read) yet."""
+        return self._states[index]
+
+    def keep(self, index: int, state: State) -> State:
+        """Keep ``state`` as solution ``index``'s end state unless one is kept already; the one kept."""
+        with self._lock:
+            held = self._states[index]
+            if held is not None:
+                return held
+            self._states[index] = state
+            self._unsaved = self._path is not None
+            return state
+
+    def save(self) -> None:
+        """Write the states known to the disk cache if some were played since it was read or written."""
+        with self._lock:
+            if not self._unsaved or self._path is None:
+                return
+            self._unsaved = False
+            states = list(self._states)
+        _write(self._path, self.scenario, self.seed, states)
+
+
+def kept_end_states(scenario: Scenario, seed: int) -> KeptEndStates:
+    """The end states of ``scenario``'s solutions at ``seed`` known so far: from memory, from disk, or none yet."""
     key = (id(scenario), seed)
     tools = _tools(scenario)
     with _lock:
@@ -89,15 +130,15 @@ def end_states(scenario: Scenario, seed: int, play: Callable[[], tuple[State, ..
             return held[1]
     path = _file(scenario, seed) if disk_cache_enabled() else None
     states = _read(path, scenario, seed) if path is not None else None
-    if states is None:
-        states = play()
-        if path is not None:
-            _write(path, scenario, seed, states)
+    kept = KeptEndStates(scenario, seed, states or [None] * len(scenario.solutions), path)
     with _lock:
-        _held[key] = (scenario, states, tools)
+        held = _held.get(key)
+        if held is not None and held[0] is scenario and held[2] == tools:
+            return held[1]  # another thread got here first: one store per (scenario, seed)
+        _held[key] = (scenario, kept, tools)
         while len(_held) > _SIZE:
             _held.popitem(last=False)
-    return states
+    return kept
 
 
 def _tools(scenario: Scenario) -> tuple[int, ...]:
@@ -194,9 +235,9 @@ def _changed(start: State, end: State) -> list[list[Any]]:
     return out
 
 
-def _write(path: Path, scenario: Scenario, seed: int, states: tuple[State, ...]) -> None:
+def _write(path: Path, scenario: Scenario, seed: int, states: list[State | None]) -> None:
     start = scenario.instance(seed).state
-    body = orjson.dumps({"format": _FORMAT, "states": [_changed(start, s) for s in states]})
+    body = orjson.dumps({"format": _FORMAT, "states": [None if s is None else _changed(start, s) for s in states]})
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with contextlib.suppress(OSError):  # a cache that cannot be written is a cache miss next time, no more
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -206,19 +247,22 @@ def _write(path: Path, scenario: Scenario, seed: int, states: tuple[State, ...])
         tmp.unlink(missing_ok=True)
 
 
-def _read(path: Path, scenario: Scenario, seed: int) -> tuple[State, ...] | None:
+def _read(path: Path, scenario: Scenario, seed: int) -> list[State | None] | None:
     try:
         data = orjson.loads(path.read_bytes())
-        if data.get("format") != _FORMAT:
+        if data.get("format") != _FORMAT or len(data["states"]) != len(scenario.solutions):
             return None
         start = scenario.instance(seed).state
-        states = []
+        states: list[State | None] = []
         for changed in data["states"]:
+            if changed is None:
+                states.append(None)
+                continue
             state = start
             for table, rid, record in changed:
                 rebuilt = record_from_json(table, record, f"{path.name}: {table}/{rid}")
                 state = state.put(rebuilt)
             states.append(state)
-        return tuple(states)
+        return states
     except Exception:  # noqa: BLE001 - a damaged or foreign file is a miss: play the solutions again
         return None

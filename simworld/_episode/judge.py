@@ -2,42 +2,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 import orjson
 
 from simworld._episode.contract import CONTRACT_VERSION
-from simworld._episode.endstates import end_states
+from simworld._episode.endstates import KeptEndStates, kept_end_states
 from simworld._episode.episode import Episode, Stepper
 from simworld._episode.play import play
 from simworld._episode.steps import steps_factory
 from simworld._grading.contract import grade_episode
 from simworld._scenario.scenario import Scenario, Step
-from simworld._world.actions import plain_value
-from simworld._world.clock import TimeGuard
+from simworld._world.actions import plain_action, plain_value
+from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
 from simworld._world.templates import resolve_args
+from simworld._world.tools import TOOLS
+from simworld._world.world import World
 from simworld.errors import BrokenSolutionError, ScenarioError
 
-__all__ = ["grade", "graded_line", "result_line", "solution_end_states"]
+__all__ = ["SolutionEndStates", "grade", "graded_line", "result_line", "solution_end_states"]
 
 
 def graded_line(scenario: Scenario, episode: Episode, solutions: Sequence[State] | None = None,
-                trial: int = 0) -> dict[str, Any]:
+                trial: int = 0, *, guard: TimeGuard | None = None) -> dict[str, Any]:
     """The result line of an episode: graded against every valid end state at its seed.
 
     ``solutions`` may be passed when already computed for the seed (they are the same for
-    every trial and every agent).
+    every trial and every agent). Without them, each solution is played when a grader first
+    reads its end state (see :class:`SolutionEndStates`); one that does not play then is a
+    BrokenSolutionError, raised once the graders are done.
     """
     if solutions is None:
-        solutions = solution_end_states(scenario, episode.seed, episode=episode)
-    return {**result_line(episode, grade(scenario, episode, solutions)), "category": scenario.category, "trial": trial}
+        lazy = SolutionEndStates(scenario, episode.seed, guard, episode=episode)
+        grading = grade(scenario, episode, lazy)
+        lazy.done()
+    else:
+        grading = grade(scenario, episode, solutions)
+    return {**result_line(episode, grading), "category": scenario.category, "trial": trial}
 
 
 def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None = None, *,
                         episode: Episode | None = None) -> tuple[State, ...]:
-    """The end state of every solution of ``scenario`` at ``seed`` (played once, then kept: see
+    """The end state of every solution of ``scenario`` at ``seed``, all played now (each once, then kept: see
     :mod:`simworld._episode.endstates`).
 
     A solution that does not play to a terminal tool, every call ok, is a
@@ -47,7 +55,88 @@ def solution_end_states(scenario: Scenario, seed: int, guard: TimeGuard | None =
     ``episode``, an episode played from this seed's start, spares playing a solution whose
     calls it made, exactly and in order (see :func:`made_the_calls_of`): its end state is that one.
     """
-    return end_states(scenario, seed, lambda: _play_solutions(scenario, seed, guard, episode))
+    return SolutionEndStates(scenario, seed, guard, episode=episode).all()
+
+
+class SolutionEndStates(Sequence[State]):
+    """The end states of ``scenario``'s solutions at ``seed``, each played when first read, then kept.
+
+    What a grader that takes ``solutions`` receives in a run. The end-state grader reads them
+    in order and stops at the first its episode matches, so the solutions after that one are
+    never played; the one whose calls ``episode`` made (see :func:`made_the_calls_of`) is not
+    played either: its end state is the episode's own. Kept end states (see
+    :mod:`simworld._episode.endstates`) are shared by every episode of the seed.
+
+    A solution that does not play raises BrokenSolutionError when read; :meth:`done` raises it
+    again after grading, naming every such file that was read, so that a grader catching it
+    cannot hide wrong ground truth.
+    """
+
+    def __init__(self, scenario: Scenario, seed: int, guard: TimeGuard | None = None, *,
+                 episode: Episode | None = None) -> None:
+        self._scenario = scenario
+        self._seed = seed
+        self._guard = guard
+        self._kept: KeptEndStates = kept_end_states(scenario, seed)
+        self._episode = _from_start(scenario, seed, episode)
+        self._broken: dict[int, tuple[str, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @overload
+    def __getitem__(self, index: int) -> State: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[State, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> State | tuple[State, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"solution index {index} out of range: {self._scenario.id} has {n} solution(s)")
+        index %= n
+        known = self._kept.known(index)
+        if known is not None:
+            return known
+        state, why = self._end_state(index)
+        if why is not None:
+            self._broken[index] = (self._scenario.solution_files[index], why)
+            raise BrokenSolutionError(self._scenario.path, self._seed, (self._broken[index],))
+        return self._kept.keep(index, state)
+
+    def __iter__(self) -> Iterator[State]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def _end_state(self, index: int) -> tuple[State, str | None]:
+        """Solution ``index``'s end state: the episode's when it made the solution's calls, else played now; and
+        why it does not play (None when it does)."""
+        name, steps = self._scenario.solution_files[index], self._scenario.solutions[index]
+        if self._episode is not None and made_the_calls_of(self._episode, self._scenario, steps,
+                                                            f"{self._scenario.id}/{name}"):
+            return self._episode.final_state, None
+        return _play_solution(self._scenario, self._seed, self._guard, name, steps)
+
+    def all(self) -> tuple[State, ...]:
+        """Every end state, played now where not known; BrokenSolutionError names each file that does not play."""
+        states = []
+        for i in range(len(self)):
+            try:
+                states.append(self[i])
+            except BrokenSolutionError:
+                continue
+        self.done()
+        return tuple(states)
+
+    def done(self) -> None:
+        """Write newly played end states to the disk cache; raise BrokenSolutionError if a solution read did not
+        play."""
+        if self._broken:
+            raise BrokenSolutionError(self._scenario.path, self._seed,
+                                      tuple(self._broken[i] for i in sorted(self._broken)))
+        self._kept.save()
 
 
 class _SolutionStepper(Stepper):
@@ -87,24 +176,82 @@ def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step
 
 def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None,
                     episode: Episode | None = None) -> tuple[State, ...]:
+    """Every solution's end state at ``seed``, played now with nothing kept (but the episode's calls, when given)."""
     states = []
     problems = []
+    mine = _from_start(scenario, seed, episode)
     for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
-        if episode is not None and episode.initial_state is scenario.instance(seed).state and \
-                made_the_calls_of(episode, scenario, steps, f"{scenario.id}/{name}"):
-            states.append(episode.final_state)
+        if mine is not None and made_the_calls_of(mine, scenario, steps, f"{scenario.id}/{name}"):
+            states.append(mine.final_state)
             continue
-        env = _SolutionStepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
-        played = play(env, steps_factory(steps, name))
-        bad = [e for e in played.events if e.status != "ok"]
-        if played.error or played.outcome is None or bad:
-            why = played.error or (f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}: "
-                                   f"{bad[0].result}" if bad else f"it stopped with {played.stop_reason!r}")
+        state, why = _play_solution(scenario, seed, guard, name, steps)
+        if why is not None:
             problems.append((name, why))
-        states.append(played.final_state)
+        states.append(state)
     if problems:
         raise BrokenSolutionError(scenario.path, seed, tuple(problems))
     return tuple(states)
+
+
+def _from_start(scenario: Scenario, seed: int, episode: Episode | None) -> Episode | None:
+    """``episode`` if it was played from this seed's start (the one its calls can stand for a solution's from)."""
+    return episode if episode is not None and episode.initial_state is scenario.instance(seed).state else None
+
+
+def _play_solution(scenario: Scenario, seed: int, guard: TimeGuard | None, name: str,
+                   steps: Sequence[Step]) -> tuple[State, str | None]:
+    """Play one solution from the seed's start: its end state, and why it does not play (None when it does)."""
+    if scenario.recovery is None:
+        state = _play_straight(scenario, seed, guard, name, steps)
+        if state is not None:
+            return state, None
+    # A crash to recover from, or a solution that does not play: the whole agent loop, which says why.
+    env = _SolutionStepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
+    played = play(env, steps_factory(steps, name))
+    bad = [e for e in played.events if e.status != "ok"]
+    if played.error or played.outcome is None or bad:
+        return played.final_state, played.error or (
+            f"call seq {bad[0].seq} {bad[0].tool} returned {bad[0].status}: {bad[0].result}" if bad
+            else f"it stopped with {played.stop_reason!r}")
+    return played.final_state, None
+
+
+def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name: str,
+                   steps: Sequence[Step]) -> State | None:
+    """The end state of a solution that plays straight through: each call ok, the last one terminal, within the
+    step budget; None for any other (the agent loop plays that one again, to say why).
+
+    The world, the calls and their order are a :class:`_SolutionStepper`'s driven by a
+    :class:`~simworld._episode.steps.StepsAgent`, without the observations, the agent
+    loop's guards and the sealed episode, which no end state depends on.
+    """
+    inst = scenario.instance(seed)
+    tools = {n: TOOLS[n] for n in scenario.tools}
+    # simworld's own tools read the world's clock, never datetime.now(): simulated time is shown to foreign code
+    # (a tool of your own) only, so that a solution played while grading leaves freezegun where the episode left it.
+    foreign = any(not getattr(t.fn, "__module__", "").startswith("simworld.") for t in tools.values())
+    clock = SimClock(inst.clock, guard if foreign else None)
+    clock.set(inst.clock)
+    world = World(inst.state, clock, scenario.snapshot.policy, tools, inst.calls)
+    variables = dict(inst.vars)
+    results: list[Any] = []
+    try:
+        for i, step in enumerate(steps):
+            if i >= scenario.max_steps:
+                return None
+            args = resolve_args(step.args, variables, results, f"{scenario.id}/{name} step {i}")
+            action, problem = plain_action({"tool": step.tool, "args": args})
+            if problem is not None:
+                return None
+            event = world.call(action["tool"], action.get("args", {}))
+            if event.status != "ok":
+                return None
+            if world.outcome is not None:
+                return world.state
+            results.append(event.result)
+    except Exception:  # noqa: BLE001 - a template or a tool that fails: the agent loop names it
+        return None
+    return None
 
 
 def grade(scenario: Scenario, episode: Episode, solutions: Sequence[State]) -> dict[str, Any]:

@@ -64,7 +64,7 @@ class GraderSpec:
         """Call the grader; the caller turns an exception into a failed check."""
         kwargs = dict(self.args)
         if self.wants_solutions:
-            kwargs["solutions"] = tuple(solutions)
+            kwargs["solutions"] = solutions  # read-only; a lazy sequence plays each solution when first read
         verdict = self.fn(episode, **kwargs)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"grader {self.path} returned {type(verdict).__name__}, not a Verdict")

@@ -13,12 +13,12 @@ from typing import Any
 from simworld._episode.contract import CONTRACT_VERSION
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode
-from simworld._episode.judge import graded_line, result_line, solution_end_states
+from simworld._episode.judge import graded_line, result_line
 from simworld._episode.play import AgentFactory, play
 from simworld._running.rundir import EVENTS
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import TimeGuard
-from simworld._world.events import event_file_bytes, write_atomic
+from simworld._world.events import event_file_bytes, event_lines, lines_hash, write_atomic
 from simworld._world.vocab import COUNTERS
 from simworld.errors import describe_exception
 
@@ -44,7 +44,8 @@ def run_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Pat
 
 def play_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Path | None,
                  guard: TimeGuard | None) -> tuple[dict[str, Any], bytes | None]:
-    """Play and grade one episode and run its post_run hooks: its result line and its event file's bytes.
+    """Play and grade one episode and run its post_run hooks: its result line and its event file's bytes (None when
+    ``out`` is None: nothing is written).
 
     Whatever raises on the way is the line's ``harness_error``. This is what a worker
     process (or a Ray task) runs; :func:`store_episode` puts the two on disk in the run.
@@ -55,7 +56,7 @@ def play_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Pa
     try:
         episode = play(Environment(scenario, seed, agent_name=agent_name, guard=guard), agent_factory)
         stage = "grading"
-        line = graded_line(scenario, episode, solution_end_states(scenario, seed, guard, episode=episode), trial)
+        line = graded_line(scenario, episode, trial=trial, guard=guard)
     except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
         line = harness_line(scenario.id, seed, trial, agent_name, episode,
                             f"while {stage}: " + describe_exception(exc, frames=True), category=scenario.category)
@@ -66,9 +67,11 @@ def play_episode(job: Job, agent_name: str, agent_factory: AgentFactory, out: Pa
 
 def _hooks_and_events(scenario: Scenario, episode: Episode, line: dict[str, Any], out: Path | None,
                       trial: int) -> bytes | None:
-    """Run the post_run hooks on a graded line; the episode's event file as bytes (None when it cannot be made:
-    the line's ``harness_error`` says why)."""
+    """Run the post_run hooks on a graded line; the episode's event file as bytes (None when nothing is written,
+    ``out`` None, or when it cannot be made: the line's ``harness_error`` says why)."""
     line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
+    if out is None:
+        return None
     try:
         return event_file_content(scenario, episode, trial, line["harness_error"])
     except Exception as exc:
@@ -132,18 +135,21 @@ def run_post_hooks(scenario: Scenario, episode: Episode, line: dict[str, Any], o
 
 
 def event_file_content(scenario: Scenario, episode: Episode, trial: int = 0, harness_error: str | None = None) -> bytes:
-    """One episode's event log with its header and footer, as bytes."""
+    """One episode's event log with its header and footer, as bytes (each event made into its line once, for the
+    file and the footer's events hash alike)."""
     header = {"scenario": scenario.id, "seed": episode.seed, "trial": trial, "agent": episode.agent,
               "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash,
               "request": episode.request, "policy": episode.policy_text, "tools": list(scenario.tools),
               "contract": CONTRACT_VERSION}
+    lines = event_lines(episode.events)
     footer = {"outcome": episode.outcome, "stop_reason": episode.stop_reason, "error": episode.error,
               "counters": dict(episode.counters), "final_state_hash": episode.final_state.hash,
-              "events_hash": episode.events_hash}
+              "events_hash": lines_hash(lines)}
     if harness_error is not None:
         footer["harness_error"] = harness_error
     events = list(episode.events)
     crash = episode.crash
     if crash is not None and crash.lost is not None:
         del events[crash.position]  # the session log lost it; the crash record carries it
-    return event_file_bytes(header, events, footer, crash.to_json() if crash else None)
+        del lines[crash.position]
+    return event_file_bytes(header, events, footer, crash.to_json() if crash else None, lines=lines)

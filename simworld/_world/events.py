@@ -25,7 +25,8 @@ import orjson
 from simworld._world.state import canonical_bytes
 from simworld.errors import ReplayError
 
-__all__ = ["Event", "EventFile", "Status", "events_hash", "read_events", "write_events"]
+__all__ = ["Event", "EventFile", "Status", "event_file_bytes", "event_lines", "events_hash", "lines_hash",
+           "read_events", "write_events"]
 
 Status = Literal["ok", "error", "denied"]
 
@@ -56,26 +57,23 @@ class Event:
                    data["latency"], data["kind"])
 
 
-def _lines(header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
-           crash: dict[str, Any] | None) -> bytes:
-    out = [canonical_bytes({"record": "header", **header})]
-    listed = list(events)
-    for i in range(len(listed) + 1):
-        if crash is not None and crash["position"] == i:
-            out.append(canonical_bytes({"record": "crash", **crash}))
-        if i < len(listed):
-            out.append(canonical_bytes(listed[i].to_json()))
-    out.append(canonical_bytes({"record": "footer", **footer}))
-    return b"\n".join(out) + b"\n"
+def event_lines(events: Iterable[Event]) -> list[bytes]:
+    """Each event's line in an event file: its canonical JSON (what :func:`events_hash` covers, too)."""
+    return [canonical_bytes(e.to_json()) for e in events]
+
+
+def lines_hash(lines: Iterable[bytes]) -> str:
+    """The events hash of events already made into lines (see :func:`event_lines`)."""
+    h = hashlib.blake2b(digest_size=16)
+    for line in lines:
+        h.update(line)
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 def events_hash(events: Iterable[Event]) -> str:
     """A hash of the events alone (not header or footer), in order."""
-    h = hashlib.blake2b(digest_size=16)
-    for e in events:
-        h.update(canonical_bytes(e.to_json()))
-        h.update(b"\n")
-    return h.hexdigest()
+    return lines_hash(event_lines(events))
 
 
 def write_events(path: Path, header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
@@ -85,9 +83,20 @@ def write_events(path: Path, header: dict[str, Any], events: Iterable[Event], fo
 
 
 def event_file_bytes(header: dict[str, Any], events: Iterable[Event], footer: dict[str, Any],
-                     crash: dict[str, Any] | None = None) -> bytes:
-    """An episode's event file, as bytes (a worker on another machine sends these back to the run)."""
-    return _lines(header, events, footer, crash)
+                     crash: dict[str, Any] | None = None, *, lines: list[bytes] | None = None) -> bytes:
+    """An episode's event file, as bytes (a worker on another machine sends these back to the run).
+
+    ``lines``, the events already made into lines (:func:`event_lines`), spares making them again.
+    """
+    listed = event_lines(events) if lines is None else lines
+    out = [canonical_bytes({"record": "header", **header})]
+    for i in range(len(listed) + 1):
+        if crash is not None and crash["position"] == i:
+            out.append(canonical_bytes({"record": "crash", **crash}))
+        if i < len(listed):
+            out.append(listed[i])
+    out.append(canonical_bytes({"record": "footer", **footer}))
+    return b"\n".join(out) + b"\n"
 
 
 def temp_path(path: str | os.PathLike[str]) -> str:
