@@ -77,8 +77,9 @@ def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> tupl
 
 def in_process(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    # cwd: the scratch directory, since ``python -c`` imports from the current directory before PYTHONPATH
     done = subprocess.run([sys.executable, "-c", IN_PROCESS, agent, str(first), str(count), str(work)], env=env,
-                          check=True,
+                          cwd=work, check=True,
                           capture_output=True, text=True)
     return float(done.stdout.strip().splitlines()[-1])
 
