@@ -13,8 +13,9 @@ child process and timed by the kernel (user + system CPU of the finished child):
    (ratio), both cold, and whether the two results.jsonl are byte-identical;
 4. with ``--baseline DIR`` (a checkout of an older simworld), its cold small-world figure
    measured in the same run, and the ratio;
-5. where the time goes: the same sweep in one process (no run directory), split into the
-   perturbed start, the agent's episode, the solution replays and the grading; the CPU of a
+5. where the time goes: the same sweep in one process, a split and not a run (no run directory, so no
+   event file), into the perturbed start, the agent's episode, the grading (with the solutions it plays)
+   and the result line (its hashes); the CPU of a
    one-seed run (start-up and first use); and the CPU of writing one event file (an
    episode's file is created and renamed: a floor under every episode of a run).
 
@@ -97,27 +98,29 @@ import os, sys, time
 os.environ["SIMWORLD_NO_CACHE"] = "1"
 from simworld._agents.kinds import build_agent_factory
 from simworld._episode.environment import Environment
-from simworld._episode.judge import _play_solutions, grade
+from simworld._episode.judge import SolutionEndStates, grade, result_line
 from simworld._episode.play import play
 from simworld._scenario.scenario import load_suite
 from simworld._world.clock import TimeGuard
 suite, agent = load_suite(), build_agent_factory("reference")
 first, count = int(sys.argv[1]), int(sys.argv[2])
-parts = dict(start=0.0, agent=0.0, solutions=0.0, grading=0.0)
+parts = dict(start=0.0, agent=0.0, grading=0.0, line=0.0)
 with TimeGuard() as guard:
     for s in suite:  # the first use of every scenario, grader and tool, not counted
-        grade(s, play(Environment(s, 1, agent_name="reference", guard=guard), agent), _play_solutions(s, 1, guard))
+        episode = play(Environment(s, 1, agent_name="reference", guard=guard), agent)
+        grade(s, episode, SolutionEndStates(s, 1, guard, episode=episode))
     for seed in range(first, first + count):
         for s in suite:
             t0 = time.process_time(); s.instance(seed); t1 = time.process_time()
             episode = play(Environment(s, seed, agent_name="reference", guard=guard), agent); t2 = time.process_time()
-            solutions = _play_solutions(s, seed, guard, episode); t3 = time.process_time()  # as a run does
-            grade(s, episode, solutions); t4 = time.process_time()
+            grading = grade(s, episode, SolutionEndStates(s, seed, guard, episode=episode)); t3 = time.process_time()
+            result_line(episode, grading); t4 = time.process_time()  # its hashes; no event file is written
             for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 parts[k] += v
 n, cpu = count * len(suite), sum(parts.values())
-print(f"in one process: {n} episodes, {n / cpu:,.0f} graded episodes per CPU-second (" + ", ".join(
-    f"{k} {v / n * 1000:.2f} ms {v / cpu:.0%}" for k, v in parts.items()) + ")")
+print(f"a split in one process (no run directory: no event file written): {n} episodes, {n / cpu:,.0f} graded "
+      "episodes per CPU-second (" + ", ".join(f"{k} {v / n * 1000:.2f} ms {v / cpu:.0%}" for k, v in parts.items())
+      + "; grading includes the solutions it plays)")
 """
 
 
