@@ -121,7 +121,9 @@ def run_page(page_blocks: list[Block], scratch: Path) -> None:
     if not (scratch / "examples").exists():
         (scratch / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(scratch), str(ROOT), os.environ.get("PYTHONPATH")) if p),
+           # the scratch directory, not the repository: the examples run against simworld as installed, as a
+           # user's do (the repository on the path would shadow an installed package's registry names, Inspect's)
+           "PYTHONPATH": os.pathsep.join(p for p in (str(scratch), os.environ.get("PYTHONPATH")) if p),
            "NO_COLOR": "1"}
     for n, block in enumerate(page_blocks):
         if block.kind == "file":
