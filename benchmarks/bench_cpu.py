@@ -42,14 +42,15 @@ SUITE = 28
 
 IN_PROCESS = """
 import os, sys, tempfile, time
+from pathlib import Path
 os.environ["SIMWORLD_NO_CACHE"] = "1"
 import simworld
 agent_name, first, count, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 suite, factory = simworld.load_suite(), simworld.build_agent_factory(agent_name)
 with tempfile.TemporaryDirectory(dir=work) as tmp:
-    simworld.run_suite(suite, [first - 1], agent_name, factory, os.path.join(tmp, "warm"))
+    simworld.run_suite(suite, [first - 1], agent_name, factory, Path(tmp, "warm"))
     t = time.process_time()
-    simworld.run_suite(suite, list(range(first, first + count)), agent_name, factory, os.path.join(tmp, "run"))
+    simworld.run_suite(suite, list(range(first, first + count)), agent_name, factory, Path(tmp, "run"))
     print(time.process_time() - t)
 """
 
