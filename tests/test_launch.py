@@ -84,6 +84,15 @@ class TestTheTwoReadingsAgree:
         assert read_run(["run"], {"_SIMWORLD_COMPLETE": "bash_source"}) is None
         assert read_run(["run"], {"SIMWORLD_CACHE_DIR": "/x", "HOME": "/h"}) is not None
 
+    def test_the_run_token_is_not_an_option(self) -> None:
+        """The token a run marks its processes with (inherited by a run started inside a run, or by a process after
+        an in-process run) sets no option, so a plain command stays plain."""
+        from simworld._edges.launch import NOT_OPTIONS
+        from simworld._episode.fate import FATE_VARIABLE
+
+        assert {FATE_VARIABLE} == NOT_OPTIONS
+        assert read_run(["run", "--seed", "3"], {FATE_VARIABLE: "abc"}) is not None
+
 
 def _simworld(via: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     """``simworld ARGS`` through the entry point (``launch``) or through the typer app alone (``typer``)."""
@@ -150,8 +159,10 @@ class TestTheRunPathStaysLight:
                 "try:\n    runpy.run_module('simworld', run_name='__main__')\nexcept SystemExit as exc:\n"
                 "    assert exc.code == 0, exc.code\n"
                 "print(sorted(sys.modules))\n")
+        # this process's environment as it is: after an in-process run of another test it holds the run token
+        env = dict(os.environ)
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+                              env={**env, "PYTHONPATH": str(ROOT)})
         assert done.returncode == 0, done.stderr
         loaded = ast.literal_eval(done.stdout.strip().splitlines()[-1])
         assert "simworld._running.runner" in loaded  # the check looks at a process that ran
@@ -159,4 +170,6 @@ class TestTheRunPathStaysLight:
                  "inspect_ai", "gymnasium", "verifiers", "ray",
                  "mcp", "httpx", "simworld._edges.cli", "simworld._edges.report", "simworld._edges.export",
                  "simworld._edges.serve", "simworld._edges.inspect", "simworld._running.strategies")
-        assert [m for m in loaded if m.split(".")[0] in heavy or m in heavy] == []
+        found = [m for m in loaded if m.split(".")[0] in heavy or m in heavy]
+        assert found == [], (f"{len(found)} heavy modules: {found[:12]}; SIMWORLD_ variables: "
+                             f"{sorted(k for k in env if k.startswith('SIMWORLD'))}")

@@ -57,6 +57,9 @@ FLAGS: dict[str, tuple[str, bool]] = {
     "--no-cache": ("no_cache", True),
     "--json": ("as_json", True),
 }
+#: ``SIMWORLD_RUN_*`` variables that set no option: the token a run marks its processes with
+#: (:data:`simworld._episode.fate.FATE_VARIABLE`), which a run started inside another run inherits.
+NOT_OPTIONS = frozenset({"SIMWORLD_RUN_TOKEN"})
 _COUNT = re.compile(r"0|[1-9][0-9]*")
 _DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
 
@@ -79,8 +82,8 @@ def _value(kind: str, text: str) -> Any:
 def read_run(args: Sequence[str], environ: Mapping[str, str]) -> dict[str, Any] | None:
     """``simworld run``'s options from ``args`` (``sys.argv[1:]``), as keyword arguments of ``run_command``;
     None when the arguments or the environment are not all plain (see the module's docstring)."""
-    if list(args[:1]) != ["run"] or any(k.startswith("SIMWORLD_RUN_") or (k.startswith("_") and k.endswith(
-            "_COMPLETE")) for k in environ):
+    if list(args[:1]) != ["run"] or any((k.startswith("SIMWORLD_RUN_") and k not in NOT_OPTIONS) or (
+            k.startswith("_") and k.endswith("_COMPLETE")) for k in environ):
         return None
     given: dict[str, Any] = {}
     rest = list(args[1:])
