@@ -31,15 +31,12 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-import weakref
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from simworld._world.models import memo
 
 __all__ = ["COMMON_WORDS", "disclosures"]
-
-T = TypeVar("T")
 
 #: Honorifics before a family name: with one, a family name names a person whatever word it is.
 HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "sir", "madam", "dame", "mister", "messrs"})
@@ -155,7 +152,7 @@ def _everyone(episode: Any) -> _People:
     episode changed no customer record, the snapshot's, read once per snapshot."""
     initial, final = episode.initial_state, episode.final_state
     if initial.base is final.base and not any(t == "customers" for s in (initial, final) for t, _ in s.overlay):
-        return _kept(initial.base, "people", lambda base: _People(
+        return memo(initial.base, "_disclosure_people", lambda base: _People(
             {c.id: memo(c, "_disclosure_person", _Person) for c in base.tables["customers"].values()}))
     people: dict[str, _Person] = {}
     for state in (initial, final):
@@ -248,26 +245,9 @@ def _base_ids(base: Any) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-_KEPT: dict[tuple[int, str], tuple[Any, Any]] = {}
-
-
-def _forget(key: tuple[int, str], _ref: Any) -> None:
-    _KEPT.pop(key, None)
-
-
-def _kept(base: Any, key: str, compute: Callable[[Any], T]) -> T:
-    """``compute(base)`` for a snapshot, kept while the snapshot lives (a process holds a few at most)."""
-    k = (id(base), key)
-    kept = _KEPT.get(k)
-    if kept is None or kept[0]() is not base:
-        kept = (weakref.ref(base, functools.partial(_forget, k)), compute(base))
-        _KEPT[k] = kept
-    return kept[1]
-
-
 def _owner_in(state: Any, folded: str) -> tuple[str, str] | None:
     """The owner of the record whose id folds to ``folded`` in ``state``: its customer, through its policy."""
-    candidates = list(_kept(state.base, "ids", _base_ids).get(folded, ()))
+    candidates = list(memo(state.base, "_disclosure_ids", _base_ids).get(folded, ()))
     for (table, rid), record in state.overlay.items():
         if table in _ID_KINDS and rid.casefold() == folded:
             candidates.append((table, rid))

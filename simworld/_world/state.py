@@ -48,7 +48,7 @@ def record_digest(table: str, record: Any) -> int:
     return memo(record, "_digest_" + table, compute)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)  # a __dict__ holds what readers derive from the snapshot once (see memo)
 class Base:
     """Immutable records of a snapshot, shared by every episode that starts from it."""
 
