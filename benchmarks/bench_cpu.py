@@ -17,9 +17,17 @@ to a temporary directory with ``git archive``). For each agent, in rounds that a
    around the call after one warm-up seed. This is a split of the same work without start-up, not a
    substitute for (1).
 
-Prints each figure per round and the median ratio new/old, and writes the figures to
-``benchmarks/results/cpu.json`` (``--out`` to change). Nothing is asserted: machines are shared and
-noisy, so quote the ratios.
+3. with ``--instructions``: the instructions one more episode executes, counted by valgrind (cachegrind,
+   no cache simulation) over the in-process run of (2) at 0 and at ``--instruction-seeds`` seeds. The count
+   is the same on every run of the same tree and seeds, whatever else the machine does, so it shows a
+   change that CPU time, which varies by tens of percent between runs on a shared machine, cannot.
+   Counted once per tree and agent, not per round. Needs valgrind on PATH.
+
+The order of the two trees alternates from round to round (new first, then old first), so a drift in the
+machine's speed during a round does not always favour the same tree. Prints each figure per round, the
+median ratio new/old of the rounds' paired figures and the ratio of each tree's least reading (the one
+least disturbed by the rest of the machine), and writes them to ``benchmarks/results/cpu.json``
+(``--out`` to change). Nothing is asserted: machines are shared and noisy, so quote the ratios.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -76,6 +85,35 @@ def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> tupl
         shutil.rmtree(out, ignore_errors=True)
 
 
+INSTRUCTIONS = """
+import os, sys, tempfile
+from pathlib import Path
+os.environ["SIMWORLD_NO_CACHE"] = "1"
+import simworld
+agent_name, first, count, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+suite, factory = simworld.load_suite(), simworld.build_agent_factory(agent_name)
+with tempfile.TemporaryDirectory(dir=work) as tmp:
+    simworld.run_suite(suite, [first - 1], agent_name, factory, Path(tmp, "warm"))
+    if count:
+        simworld.run_suite(suite, list(range(first, first + count)), agent_name, factory, Path(tmp, "run"))
+"""
+
+
+def instructions(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
+    """Instructions per graded episode in one process (valgrind's count): ``count`` seeds less none, per episode."""
+    def counted(n: int) -> int:
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+               sys.executable, "-c", INSTRUCTIONS, agent, str(first), str(n), str(work)]
+        done = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True)
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if done.returncode != 0 or found is None:
+            raise SystemExit(f"valgrind run of {tree} ({agent}) failed: {done.stderr[-2000:]}")
+        return int(found.group(1).replace(",", ""))
+
+    return (counted(count) - counted(0)) / (SUITE * count)
+
+
 def in_process(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     # cwd: the scratch directory, since ``python -c`` imports from the current directory before PYTHONPATH
@@ -106,7 +144,13 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path.cwd(),
                     help="where the runs write (default: the current directory, as simworld run does); the file "
                          "system's cost of creating a file is part of every episode")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count instructions per episode under valgrind (deterministic; needs valgrind)")
+    ap.add_argument("--instruction-seeds", type=int, default=3, help="seeds of the counted run (28 episodes each)")
     args = ap.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        ap.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind); leave the flag out to "
+                 "measure CPU time alone")
     work = Path(tempfile.mkdtemp(prefix="simworld-bench-cpu-", dir=args.work))
     trees = {"new": ROOT, "old": baseline_tree(args.baseline, work)}
     figures: dict[str, dict[str, dict[str, list[float]]]] = {}
@@ -116,7 +160,8 @@ def main() -> None:
             fig = figures[agent] = {k: {"per_episode_ms": [], "per_episode_user_ms": [], "fixed_s": [],
                                         "in_process_ms": []} for k in trees}
             for r in range(args.rounds):
-                for name, tree in trees.items():  # the same seeds for both trees in a round
+                order = list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]
+                for name, tree in order:  # the same seeds for both trees in a round
                     many_user, many_sys = full_run(tree, agent, seed, args.seeds, work)
                     one_user, one_sys = full_run(tree, agent, seed + args.seeds, 1, work)
                     per = (many_user + many_sys - one_user - one_sys) / (SUITE * (args.seeds - 1))
@@ -133,19 +178,32 @@ def main() -> None:
                           f"in one process {split * 1e3:.3f} ms/episode", flush=True)
                 seed += 2 * args.seeds + 2
         summary: dict[str, dict[str, float]] = {}
+        least: dict[str, dict[str, float]] = {}
         for agent, fig in figures.items():
-            summary[agent] = {}
+            summary[agent], least[agent] = {}, {}
             for key in ("per_episode_ms", "per_episode_user_ms", "fixed_s", "in_process_ms"):
                 ratios = [n / o for n, o in zip(fig["new"][key], fig["old"][key], strict=True)]
                 summary[agent][key] = round(statistics.median(ratios), 3)
+                least[agent][key] = round(min(fig["new"][key]) / min(fig["old"][key]), 3)
                 print(f"{agent}: {key} new/old median {statistics.median(ratios):.3f} "
-                      f"(new {statistics.median(fig['new'][key]):.3f}, old {statistics.median(fig['old'][key]):.3f})")
+                      f"(new {statistics.median(fig['new'][key]):.3f}, old {statistics.median(fig['old'][key]):.3f}); "
+                      f"least readings {least[agent][key]:.3f}")
+            if args.instructions:
+                counts = {name: instructions(tree, agent, seed, args.instruction_seeds, work)
+                          for name, tree in trees.items()}
+                fig["new"]["instructions_per_episode"] = [counts["new"]]
+                fig["old"]["instructions_per_episode"] = [counts["old"]]
+                summary[agent]["instructions_per_episode"] = round(counts["new"] / counts["old"], 3)
+                print(f"{agent}: instructions per episode new/old {counts['new'] / counts['old']:.3f} "
+                      f"(new {counts['new'] / 1e6:.2f} M, old {counts['old'] / 1e6:.2f} M)", flush=True)
+                seed += args.instruction_seeds + 1
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({
             "command": "python benchmarks/bench_cpu.py " + " ".join(sys.argv[1:]),
             "baseline": args.baseline, "seeds": args.seeds, "rounds": args.rounds,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-            "when": time.strftime("%Y-%m-%d"), "ratios_new_over_old": summary, "figures": figures,
+            "when": time.strftime("%Y-%m-%d"), "ratios_new_over_old": summary,
+            "ratios_of_least_readings": least, "figures": figures,
         }, indent=2) + "\n", encoding="utf-8")
         print(f"written: {args.out}")
     finally:
