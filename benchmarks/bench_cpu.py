@@ -18,7 +18,7 @@ to a temporary directory with ``git archive``). For each agent, in rounds that a
    substitute for (1).
 
 3. with ``--instructions``: the instructions one more episode executes, counted by valgrind (cachegrind,
-   no cache simulation) over the in-process run of (2) at 0 and at ``--instruction-seeds`` seeds. The count
+   no cache simulation) over full runs as in (1), ``--instruction-seeds`` seeds less one. The count
    is the same on every run of the same tree and seeds, whatever else the machine does, so it shows a
    change that CPU time, which varies by tens of percent between runs on a shared machine, cannot.
    Counted once per tree and agent, not per round. Needs valgrind on PATH.
@@ -85,33 +85,26 @@ def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> tupl
         shutil.rmtree(out, ignore_errors=True)
 
 
-INSTRUCTIONS = """
-import os, sys, tempfile
-from pathlib import Path
-os.environ["SIMWORLD_NO_CACHE"] = "1"
-import simworld
-agent_name, first, count, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-suite, factory = simworld.load_suite(), simworld.build_agent_factory(agent_name)
-with tempfile.TemporaryDirectory(dir=work) as tmp:
-    simworld.run_suite(suite, [first - 1], agent_name, factory, Path(tmp, "warm"))
-    if count:
-        simworld.run_suite(suite, list(range(first, first + count)), agent_name, factory, Path(tmp, "run"))
-"""
-
-
 def instructions(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
-    """Instructions per graded episode in one process (valgrind's count): ``count`` seeds less none, per episode."""
+    """Instructions per graded episode of a full run (valgrind's count): the ``count``-seed run less the one-seed
+    run, over the episodes between them, as (1) takes CPU time."""
     def counted(n: int) -> int:
-        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0", "SIMWORLD_NO_CACHE": "1",
+               "SIMWORLD_PROGRESS_EVERY": "1000000"}
+        out = work / f"counted-{first}-{n}"
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-               sys.executable, "-c", INSTRUCTIONS, agent, str(first), str(n), str(work)]
-        done = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True)
+               sys.executable, "-m", "simworld", "run", "--seeds", f"{first}..{first + n - 1}", "--agent", agent,
+               "--out", str(out)]
+        try:
+            done = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
         found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-        if done.returncode != 0 or found is None:
+        if done.returncode not in (0, 1) or found is None:
             raise SystemExit(f"valgrind run of {tree} ({agent}) failed: {done.stderr[-2000:]}")
         return int(found.group(1).replace(",", ""))
 
-    return (counted(count) - counted(0)) / (SUITE * count)
+    return (counted(count) - counted(1)) / (SUITE * (count - 1))
 
 
 def in_process(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
@@ -146,7 +139,7 @@ def main() -> None:
                          "system's cost of creating a file is part of every episode")
     ap.add_argument("--instructions", action="store_true",
                     help="also count instructions per episode under valgrind (deterministic; needs valgrind)")
-    ap.add_argument("--instruction-seeds", type=int, default=3, help="seeds of the counted run (28 episodes each)")
+    ap.add_argument("--instruction-seeds", type=int, default=4, help="seeds of the counted run (28 episodes each)")
     args = ap.parse_args()
     if args.instructions and shutil.which("valgrind") is None:
         ap.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind); leave the flag out to "
