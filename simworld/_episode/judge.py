@@ -242,18 +242,25 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     clock.set(inst.clock)
     world = World(inst.state, clock, scenario.snapshot.policy, tools, inst.calls)
     variables = dict(inst.vars)
-    # A tool of your own may read the world's events: then each call is recorded, as in the agent loop.
-    read = None if foreign else _results_read(steps)
+    read, plain = _analysed(steps)
+    if foreign:  # a tool of your own may read the world's events: then each call is recorded, as in the agent loop
+        read = None
+    plain = plain and all(type(v) in _PLAIN_SCALARS for v in variables.values())
     results: list[Any] = []
     try:
         for i, step in enumerate(steps):
             if i >= scenario.max_steps:
                 return None
             args = resolve_args(step.args, variables, results, f"{scenario.id}/{name} step {i}")
-            action, problem = plain_action({"tool": step.tool, "args": args})
-            if problem is not None:
-                return None
-            tool, args = action["tool"], action.get("args", {})
+            tool = step.tool
+            copied = _plain_copy(args) if plain else None
+            if copied is not None:
+                args = copied
+            else:
+                action, problem = plain_action({"tool": tool, "args": args})
+                if problem is not None:
+                    return None
+                tool, args = action["tool"], action.get("args", {})
             if crash is not None and crash.after_side_effect and i + 1 == crash.crash_at_call:
                 # The agent dies after this call lands, before the log has it: the fresh agent that reads the log
                 # makes the call again (when it did not end the episode). Dying before it lands changes nothing.
@@ -324,9 +331,31 @@ def _apply(world: World, calls: dict[Any, Any] | None, name: str, args: dict[str
     return result
 
 
-def _results_read(steps: Sequence[Step]) -> frozenset[int]:
-    """The steps whose results a later step's ``$from`` reads (every step, when a reference is not plain)."""
-    held = _READ.get(id(steps))
+def _plain_copy(args: Any) -> Any:
+    """A copy of ``args``, made of exact JSON values (see :func:`_analysed`), by a JSON round trip, when it is far
+    inside every limit on an action (:mod:`~simworld._world.actions`): then it is the copy ``plain_action`` makes.
+    None when it is not (``plain_action`` walks it, and names the problem)."""
+    try:
+        dumped = orjson.dumps(args)  # refuses an integer past 64 bits and a lone surrogate
+    except TypeError:
+        return None
+    # Each value takes a byte at least, and each level a bracket: few bytes and brackets, few values and levels.
+    if len(dumped) > _QUICK_BYTES or dumped.count(b"[") + dumped.count(b"{") > _QUICK_LEVELS:
+        return None
+    return orjson.loads(dumped)
+
+
+#: What :func:`_plain_copy` takes, far inside :data:`~simworld._world.actions.MAX_NODES`, ``MAX_DEPTH`` and the text
+#: limits.
+_QUICK_BYTES, _QUICK_LEVELS = 4096, 16
+#: The exact types of the template variables and the arguments :func:`_plain_copy` takes (no float: NaN is JSON null).
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _analysed(steps: Sequence[Step]) -> tuple[frozenset[int], bool]:
+    """The steps whose results a later step's ``$from`` reads (every step, when a reference is not plain), and
+    whether every step's tool and arguments are exact JSON values without floats (as a solution file's are)."""
+    held = _ANALYSED.get(id(steps))
     if held is not None and held[0] is steps:
         return held[1]
     found: set[int] = set()
@@ -334,15 +363,26 @@ def _results_read(steps: Sequence[Step]) -> frozenset[int]:
         if not _references(step.args, found):
             found = set(range(len(steps)))
             break
-    read = frozenset(found)
-    if len(_READ) >= 4096:
-        _READ.clear()
-    _READ[id(steps)] = (steps, read)
-    return read
+    plain = all(type(step.tool) is str and _exact(step.args) for step in steps)
+    analysed = (frozenset(found), plain)
+    if len(_ANALYSED) >= 4096:
+        _ANALYSED.clear()
+    _ANALYSED[id(steps)] = (steps, analysed)
+    return analysed
 
 
-#: Per solution (by identity, held so its id is not reused): the steps whose results are read.
-_READ: dict[int, tuple[Sequence[Step], frozenset[int]]] = {}
+#: Per solution (by identity, held so its id is not reused): see :func:`_analysed`.
+_ANALYSED: dict[int, tuple[Sequence[Step], tuple[frozenset[int], bool]]] = {}
+
+
+def _exact(value: Any) -> bool:
+    """Whether ``value`` is made of exact dicts (string keys), lists and :data:`_PLAIN_SCALARS` alone."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _exact(v) for k, v in value.items())
+    if kind is list:
+        return all(_exact(v) for v in value)
+    return kind in _PLAIN_SCALARS
 
 
 def _references(value: Any, found: set[int]) -> bool:
@@ -362,8 +402,19 @@ def _references(value: Any, found: set[int]) -> bool:
 
 
 def _foreign(tools: dict[str, Any]) -> bool:
-    """Whether any of ``tools`` is not simworld's own (a tool of your own)."""
-    return any(not getattr(t.fn, "__module__", "").startswith("simworld.") for t in tools.values())
+    """Whether any of ``tools`` is not simworld's own (a tool of your own): found once per set of tools."""
+    key = tuple(tools.values())
+    foreign = _FOREIGN.get(key)
+    if foreign is None:
+        foreign = any(not getattr(t.fn, "__module__", "").startswith("simworld.") for t in key)
+        if len(_FOREIGN) >= 256:
+            _FOREIGN.clear()
+        _FOREIGN[key] = foreign
+    return foreign
+
+
+#: Whether a set of tools (the objects, held so that their ids are not reused) has one that is not simworld's own.
+_FOREIGN: dict[tuple[Any, ...], bool] = {}
 
 
 def grade(scenario: Scenario, episode: Episode, solutions: Sequence[State]) -> dict[str, Any]:
