@@ -118,7 +118,12 @@ def touched(states: Iterable[State]) -> set[tuple[str, str]]:
     """The business record keys (see :func:`group_key`) any of ``states`` holds in its overlay."""
     keys: set[tuple[str, str]] = set()
     for s in states:
-        keys.update(group_key(s, *k) for k in s.overlay if k[0] in _BUSINESS)
+        for key in s.overlay:
+            table = key[0]
+            if table in _BY_PARENT:  # group_key's, written here: most keys are their own
+                keys.add((table, getattr(s.get(*key), _BY_PARENT[table])))
+            elif table in _BUSINESS:
+                keys.add(key)
     return keys
 
 
@@ -161,10 +166,11 @@ def compare(expected: State, actual: State, keys: Iterable[tuple[str, str]]) -> 
     for table, key in keys:
         if table in _SHARED_PATHS:
             continue
+        if _same_group(expected, actual, table, key):
+            size += _size(expected, table, key)
+            continue
         e = record_paths(expected, table, key)
         size += len(e)
-        if _same_group(expected, actual, table, key):
-            continue
         _differing(e, record_paths(actual, table, key), found)
     found.sort(key=_path)  # a path is in one key's records only: sorting the differences sorts them as diff() does
     return [{"path": p, "expected": x, "actual": y} for p, x, y in found], size
@@ -196,7 +202,16 @@ def projected_size(state: State, keys: Iterable[tuple[str, str]]) -> int:
         return len(project(state, keys))
     shared = [key for key in keys if key[0] in _SHARED_PATHS]
     size = len(project(state, shared)) if shared else 0
-    return size + sum(len(record_paths(state, t, k)) for t, k in keys if t not in _SHARED_PATHS)
+    return size + sum(_size(state, t, k) for t, k in keys if t not in _SHARED_PATHS)
+
+
+def _size(state: State, table: str, key: str) -> int:
+    """``len(record_paths(state, table, key))``, from each record's own paths (a plan's payments or credits are
+    not merged into one mapping to be counted)."""
+    if table in _BY_PARENT:
+        return sum(len(memo(sibling, "_paths_" + table, _sibling_paths))
+                   for sibling in state.children(table, _BY_PARENT[table], key))
+    return len(record_paths(state, table, key))
 
 
 #: Tables whose records are projected under something other than their key (two records can share it).
