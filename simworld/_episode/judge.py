@@ -264,10 +264,12 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
             if crash is not None and crash.after_side_effect and i + 1 == crash.crash_at_call:
                 # The agent dies after this call lands, before the log has it: the fresh agent that reads the log
                 # makes the call again (when it did not end the episode). Dying before it lands changes nothing.
+                again = orjson.loads(orjson.dumps(args))  # the fresh agent's own arguments, whatever the call did
                 if _call(world, inst.calls, tool, args, read is None) is _NOT_OK:
                     return None
                 if world.outcome is not None:
                     return world.state
+                args = again
             result = _call(world, inst.calls, tool, args, read is None)
             if result is _NOT_OK:
                 return None
@@ -298,8 +300,8 @@ def _call(world: World, calls: dict[Any, Any] | None, name: str, args: dict[str,
 
 def _apply(world: World, calls: dict[Any, Any] | None, name: str, args: dict[str, Any]) -> bytes | None:
     """Apply one call of a solution to ``world`` as ``world.call(name, args)`` would (its state, clock, sequence
-    number, outcome and the calls it keeps in ``calls``, the world's own), without recording it: the result's JSON bytes, or None when the call is not
-    ok (the agent loop plays the solution again, to say why).
+    number, outcome and the calls it keeps in ``calls``, the world's own), without recording it: the result's
+    JSON bytes, or None when the call is not ok (the agent loop plays the solution again, to say why).
 
     ``args`` is a plain copy (see :func:`~simworld._world.actions.plain_action`): its JSON reads back as itself, so it
     is bound as it is. A call already made from the same state, instant and sequence number, by the episode or
