@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -70,7 +70,7 @@ class TestCompare:
         """A message to customer ``a/b`` with id ``m1`` and one to ``a`` with id ``b/m1`` project under the same
         paths: compared as whole projections, only their differing fields differ."""
         start = _start()
-        at = datetime(2030, 1, 1, tzinfo=timezone.utc)
+        at = datetime(2030, 1, 1, tzinfo=UTC)
         expected = start.put(Message("m1", "a/b", "Hello", "Your plan", at))
         actual = start.put(Message("b/m1", "a", "Hello", "Your plan", at))
         keys = [("messages", "m1"), ("messages", "b/m1")]

@@ -242,9 +242,9 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     clock.set(inst.clock)
     world = World(inst.state, clock, scenario.snapshot.policy, tools, inst.calls)
     variables = dict(inst.vars)
-    read, plain = _analysed(steps)
-    if foreign:  # a tool of your own may read the world's events: then each call is recorded, as in the agent loop
-        read = None
+    analysed, plain = _analysed(steps)
+    # A tool of your own may read the world's events: then each call is recorded, as in the agent loop.
+    read = None if foreign else analysed
     plain = plain and all(type(v) in _PLAIN_SCALARS for v in variables.values())
     results: list[Any] = []
     try:
