@@ -103,7 +103,12 @@ def _own_paths(record: Any, table: str, rid: str) -> Projection:
         for inst in instalments:
             seq = inst.pop("seq")
             inst.pop("id")
-            _flatten(f"plans/{rid}/instalments/{seq}", inst, out)
+            prefix = f"plans/{rid}/instalments/{seq}"
+            for k, v in inst.items():  # _flatten's, written here: an instalment's fields are its leaves
+                if isinstance(v, (dict, list)):
+                    _flatten(f"{prefix}/{k}", v, out)
+                else:
+                    out[f"{prefix}/{k}"] = v
         _flatten(f"plans/{rid}", data, out)
         return out
     if table == "premium_changes":
