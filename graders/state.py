@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from simworld._grading.projection import Projection, diff, project, same_records, touched
+from simworld._grading.projection import compare, projected_size, same_records, touched
 from simworld._grading.verdict import Check, Verdict
 from simworld._world.state import State
 
@@ -27,29 +27,23 @@ def expected_final_state(episode: Any, solutions: Sequence[State]) -> Verdict:
                                    state_diff=[], score=0.0)
     final = episode.final_state
     mine = touched([episode.initial_state, final])
-    actual: dict[frozenset[tuple[str, str]], Projection] = {}  # the episode's projection, by the keys compared
     diffs = []
     # In order, stopping at the first match: a later solution is never read (nor, in a run, played). Records that
     # neither this episode nor solution i touched are the start's in both, so they cannot tell the two apart.
     for i, solution in enumerate(solutions):
         keys = frozenset(mine | touched([solution]))
-        if same_records(solution, final, keys):  # the same records: the same projection, found without projecting
-            d: list[dict[str, Any]] = []
-        else:
-            if keys not in actual:
-                actual[keys] = project(final, keys)
-            expected = project(solution, keys)
-            d = diff(expected, actual[keys])
+        # The same records: the same projection, found without projecting (else only the records that differ are).
+        d, size = ([], 0) if same_records(solution, final, keys) else compare(solution, final, keys)
         if not d:
             return Verdict.from_checks([Check("end_state_matches_a_solution", True, f"matches solution {i}")],
                                        state_diff=[], score=1.0)
-        diffs.append((d, keys, len(expected)))
+        diffs.append((d, keys, size))
     # None matches: the closest valid answer, its share of matching fields taken over every record any touched.
     index = min(range(len(diffs)), key=lambda i: len(diffs[i][0]))
     d, keys, size = diffs[index]
     every = mine.union(*(k for _, k, _ in diffs))
     if every != keys:
-        size = len(project(solutions[index], every))
+        size = projected_size(solutions[index], every)
     n = len(d)
     detail = (f"{n} field(s) differ from the closest valid end state (solution {index}): "
               + ", ".join(x["path"] for x in d[:5]) + (" ..." if n > 5 else ""))

@@ -244,3 +244,66 @@ class TestPlayedStraightThrough:
             graded_line(sc, episode, guard=guard)  # plays every solution: none matches a noop episode
             assert frozen() == ended
             assert sc.instance(3).calls, "the solutions were played"
+
+    @pytest.mark.parametrize("after_side_effect", [True, False])
+    @pytest.mark.parametrize("scenario_id", ["recover-payment-after-crash", "recover-split-before-write",
+                                             "waive-small-fee"])
+    def test_a_crash_is_played_without_the_agent_loop(self, scenario_id: str, after_side_effect: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+        """A recovery scenario's solutions end, played straight through, in the state the agent loop's crash and
+        fresh agent end in: the agent dying after its call landed (a message then sent twice), or before."""
+        from simworld._episode.episode import Stepper
+        from simworld._scenario.scenario import Recovery
+
+        sc = _fresh(BY_ID[scenario_id])
+        if sc.recovery is None:  # die sending the message: the fresh agent, whose log lacks it, sends it again
+            steps = sc.solutions[sc.solution_files.index("solution-with-message.jsonl")]
+            sc = attrs.evolve(sc, recovery=Recovery([s.tool for s in steps].index("send_message") + 1, True))
+        sc = attrs.evolve(sc, recovery=attrs.evolve(sc.recovery, after_side_effect=after_side_effect))
+        with TimeGuard() as guard:
+            for seed in range(3):
+                loops = [play(Stepper(_fresh(sc), seed, agent_name=name, guard=guard), steps_factory(steps, name))
+                         for name, steps in zip(sc.solution_files, sc.solutions, strict=True)]
+                with monkeypatch.context() as patched:
+                    patched.setattr(judge, "play", None)  # the agent loop is not called
+                    for loop, name, steps in zip(loops, sc.solution_files, sc.solutions, strict=True):
+                        if loop.crash is None or any(e.status != "ok" for e in loop.events):
+                            continue  # no crash in a solution this short, or one that does not play (see below)
+                        state, why = judge._play_solution(sc, seed, guard, name, steps)
+                        assert why is None and state.hash == loop.final_state.hash, (seed, name)
+                        assert list(state.overlay) == list(loop.final_state.overlay), (seed, name)
+
+    def test_a_crash_near_the_step_budget_is_left_to_the_agent_loop(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The crash takes a step of its own: a solution within a step of the budget is played by the agent loop,
+        which counts the steps, and ends where it ends."""
+        sc = _fresh(BY_ID["recover-payment-after-crash"])
+        name, steps = sc.solution_files[0], sc.solutions[0]
+        sc = attrs.evolve(sc, max_steps=len(steps) + 1)
+        loops: list[Any] = []
+        real = judge.play
+
+        def counting(*args: Any) -> Any:
+            loops.append(real(*args))
+            return loops[-1]
+
+        monkeypatch.setattr(judge, "play", counting)
+        with TimeGuard() as guard:
+            state, why = judge._play_solution(sc, 2, guard, name, steps)
+        assert len(loops) == 1 and loops[0].crash is not None
+        assert why is None and state is loops[0].final_state
+
+    @pytest.mark.parametrize("size", [5_000, 200_000])
+    def test_arguments_past_an_action_limit_are_refused_as_the_agent_loop_refuses_them(self, size: int) -> None:
+        """Long arguments are walked as an agent's are: a reason past the longest string an action may hold does
+        not play, and the reason says so; a long one within it plays."""
+        from simworld._scenario.scenario import Step
+
+        sc = _fresh(BY_ID["waive-small-fee"])
+        steps = tuple(Step(s.tool, {**s.args, "reason": "x" * size}) if s.tool == "waive_fee" else s
+                      for s in sc.solutions[1])
+        with TimeGuard() as guard:
+            state, why = judge._play_solution(sc, 1, guard, "solution.jsonl", steps)
+        if size < 100_000:
+            assert why is None, why
+        else:
+            assert why is not None and "characters" in why, why

@@ -146,7 +146,7 @@ def _tools(scenario: Scenario) -> tuple[int, ...]:
     test or a plugin, is another world)."""
     from simworld._world.tools import TOOLS
 
-    return tuple(id(TOOLS.get(name)) for name in scenario.tools)
+    return tuple(map(id, map(TOOLS.get, scenario.tools)))
 
 
 def _tools_code(scenario: Scenario) -> list[str]:

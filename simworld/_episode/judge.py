@@ -18,9 +18,9 @@ from simworld._world.actions import plain_action, plain_value
 from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
 from simworld._world.templates import resolve_args
-from simworld._world.tools import TOOLS
-from simworld._world.world import World
-from simworld.errors import BrokenSolutionError, ScenarioError
+from simworld._world.tools import TOOLS, Kind
+from simworld._world.world import _CALLS_KEPT, World
+from simworld.errors import BrokenSolutionError, ScenarioError, ToolError
 
 __all__ = ["SolutionEndStates", "grade", "graded_line", "result_line", "solution_end_states"]
 
@@ -201,11 +201,10 @@ def _from_start(scenario: Scenario, seed: int, episode: Episode | None) -> Episo
 def _play_solution(scenario: Scenario, seed: int, guard: TimeGuard | None, name: str,
                    steps: Sequence[Step]) -> tuple[State, str | None]:
     """Play one solution from the seed's start: its end state, and why it does not play (None when it does)."""
-    if scenario.recovery is None:
-        state = _play_straight(scenario, seed, guard, name, steps)
-        if state is not None:
-            return state, None
-    # A crash to recover from, or a solution that does not play: the whole agent loop, which says why.
+    state = _play_straight(scenario, seed, guard, name, steps)
+    if state is not None:
+        return state, None
+    # A solution that does not play (or a crash near the step budget): the whole agent loop, which says why.
     env = _SolutionStepper(scenario, seed, agent_name=f"solution:{name}", guard=guard)
     played = play(env, steps_factory(steps, name))
     bad = [e for e in played.events if e.status != "ok"]
@@ -223,35 +222,201 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
 
     The world, the calls and their order are a :class:`_SolutionStepper`'s driven by a
     :class:`~simworld._episode.steps.StepsAgent`, without the observations, the agent
-    loop's guards and the sealed episode, which no end state depends on.
+    loop's guards and the sealed episode, which no end state depends on. With simworld's own
+    tools only, a call is applied as :meth:`World.call <simworld._world.world.World.call>`
+    applies it (see :func:`_apply`) without recording an event, which nothing here reads.
+
+    A scenario's crash (its ``recovery``) is played as the loop plays it: an agent that dies before
+    its call lands leaves the world as it was, and the fresh one makes that call; one that dies
+    after it landed leaves its effect, and the fresh one, which reads a log without it, makes it again.
     """
+    crash = scenario.recovery
+    if crash is not None and len(steps) + 2 > scenario.max_steps:
+        return None  # the crash takes a step of its own: near the budget, the agent loop counts them
     inst = scenario.instance(seed)
     tools = {n: TOOLS[n] for n in scenario.tools}
     # simworld's own tools read the world's clock, never datetime.now(): simulated time is shown to foreign code
     # (a tool of your own) only, so that a solution played while grading leaves freezegun where the episode left it.
-    foreign = any(not getattr(t.fn, "__module__", "").startswith("simworld.") for t in tools.values())
+    foreign = _foreign(tools)
     clock = SimClock(inst.clock, guard if foreign else None)
     clock.set(inst.clock)
     world = World(inst.state, clock, scenario.snapshot.policy, tools, inst.calls)
     variables = dict(inst.vars)
+    analysed, plain = _analysed(steps)
+    # A tool of your own may read the world's events: then each call is recorded, as in the agent loop.
+    read = None if foreign else analysed
+    plain = plain and all(type(v) in _PLAIN_SCALARS for v in variables.values())
     results: list[Any] = []
     try:
         for i, step in enumerate(steps):
             if i >= scenario.max_steps:
                 return None
             args = resolve_args(step.args, variables, results, f"{scenario.id}/{name} step {i}")
-            action, problem = plain_action({"tool": step.tool, "args": args})
-            if problem is not None:
-                return None
-            event = world.call(action["tool"], action.get("args", {}))
-            if event.status != "ok":
+            tool = step.tool
+            copied = _plain_copy(args) if plain else None
+            if copied is not None:
+                args = copied
+            else:
+                action, problem = plain_action({"tool": tool, "args": args})
+                if problem is not None:
+                    return None
+                tool, args = action["tool"], action.get("args", {})
+            if crash is not None and crash.after_side_effect and i + 1 == crash.crash_at_call:
+                # The agent dies after this call lands, before the log has it: the fresh agent that reads the log
+                # makes the call again (when it did not end the episode). Dying before it lands changes nothing.
+                again = orjson.loads(orjson.dumps(args))  # the fresh agent's own arguments, whatever the call did
+                if _call(world, inst.calls, tool, args, read is None) is _NOT_OK:
+                    return None
+                if world.outcome is not None:
+                    return world.state
+                args = again
+            result = _call(world, inst.calls, tool, args, read is None)
+            if result is _NOT_OK:
                 return None
             if world.outcome is not None:
                 return world.state
-            results.append(event.result)
+            if read is None:
+                results.append(result)
+            else:  # a result no later step reads is left as bytes
+                results.append(orjson.loads(result) if i in read else None)
     except Exception:  # noqa: BLE001 - a template or a tool that fails: the agent loop names it
         return None
     return None
+
+
+#: What :func:`_call` returns for a call that is not ok.
+_NOT_OK = object()
+
+
+def _call(world: World, calls: dict[Any, Any] | None, name: str, args: dict[str, Any], record: bool) -> Any:
+    """Make one call of a solution: its recorded result (``record``: through :meth:`World.call`) or its result's
+    JSON bytes (see :func:`_apply`); ``_NOT_OK`` when it is not ok."""
+    if record:
+        event = world.call(name, args)
+        return event.result if event.status == "ok" else _NOT_OK
+    result = _apply(world, calls, name, args)
+    return _NOT_OK if result is None else result
+
+
+def _apply(world: World, calls: dict[Any, Any] | None, name: str, args: dict[str, Any]) -> bytes | None:
+    """Apply one call of a solution to ``world`` as ``world.call(name, args)`` would (its state, clock, sequence
+    number, outcome and the calls it keeps in ``calls``, the world's own), without recording it: the result's
+    JSON bytes, or None when the call is not ok (the agent loop plays the solution again, to say why).
+
+    ``args`` is a plain copy (see :func:`~simworld._world.actions.plain_action`): its JSON reads back as itself, so it
+    is bound as it is. A call already made from the same state, instant and sequence number, by the episode or
+    another solution, is not run again (see :class:`~simworld._world.world.World`).
+    """
+    tool = world.tools.get(name)
+    if tool is None:
+        return None
+    before, clock, seq = world.state, world.clock, world.seq
+    args_bytes = orjson.dumps(args)
+    key = (id(before), clock.now, seq, id(tool), args_bytes) if calls is not None else None
+    played = calls.get(key) if calls is not None else None
+    if played is not None and played[0] is before and played[1] is tool:
+        if played[4] != "ok":
+            return None
+        world.state, result = played[2], played[3]
+    else:
+        try:
+            result = orjson.dumps(tool.fn(world, **tool.bind(args)))
+        except ToolError:
+            world.state = before
+            return None
+        if calls is not None and len(calls) < _CALLS_KEPT:
+            calls[key] = (before, tool, world.state, result, "ok")
+    clock.advance(tool.latency)
+    world.seq = seq + 1
+    if tool.kind is Kind.TERMINAL:
+        world.outcome = orjson.loads(result)["outcome"]
+    return result
+
+
+def _plain_copy(args: Any) -> Any:
+    """A copy of ``args``, made of exact JSON values (see :func:`_analysed`), by a JSON round trip, when it is far
+    inside every limit on an action (:mod:`~simworld._world.actions`): then it is the copy ``plain_action`` makes.
+    None when it is not (``plain_action`` walks it, and names the problem)."""
+    try:
+        dumped = orjson.dumps(args)  # refuses an integer past 64 bits and a lone surrogate
+    except TypeError:
+        return None
+    # Each value takes a byte at least, and each level a bracket: few bytes and brackets, few values and levels.
+    if len(dumped) > _QUICK_BYTES or dumped.count(b"[") + dumped.count(b"{") > _QUICK_LEVELS:
+        return None
+    return orjson.loads(dumped)
+
+
+#: What :func:`_plain_copy` takes, far inside :data:`~simworld._world.actions.MAX_NODES`, ``MAX_DEPTH`` and the text
+#: limits.
+_QUICK_BYTES, _QUICK_LEVELS = 4096, 16
+#: The exact types of the template variables and the arguments :func:`_plain_copy` takes (no float: NaN is JSON null).
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _analysed(steps: Sequence[Step]) -> tuple[frozenset[int], bool]:
+    """The steps whose results a later step's ``$from`` reads (every step, when a reference is not plain), and
+    whether every step's tool and arguments are exact JSON values without floats (as a solution file's are)."""
+    held = _ANALYSED.get(id(steps))
+    if held is not None and held[0] is steps:
+        return held[1]
+    found: set[int] = set()
+    for step in steps:
+        if not _references(step.args, found):
+            found = set(range(len(steps)))
+            break
+    plain = all(type(step.tool) is str and _exact(step.args) for step in steps)
+    analysed = (frozenset(found), plain)
+    if len(_ANALYSED) >= 4096:
+        _ANALYSED.clear()
+    _ANALYSED[id(steps)] = (steps, analysed)
+    return analysed
+
+
+#: Per solution (by identity, held so its id is not reused): see :func:`_analysed`.
+_ANALYSED: dict[int, tuple[Sequence[Step], tuple[frozenset[int], bool]]] = {}
+
+
+def _exact(value: Any) -> bool:
+    """Whether ``value`` is made of exact dicts (string keys), lists and :data:`_PLAIN_SCALARS` alone."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _exact(v) for k, v in value.items())
+    if kind is list:
+        return all(_exact(v) for v in value)
+    return kind in _PLAIN_SCALARS
+
+
+def _references(value: Any, found: set[int]) -> bool:
+    """Add to ``found`` the step of every ``$from`` in ``value`` (walked as resolve_args walks it); False when one
+    is not a plain reference."""
+    if isinstance(value, list):
+        return all(_references(v, found) for v in value)
+    if isinstance(value, dict):
+        if len(value) == 1 and "$from" in value:
+            ref = value["$from"]
+            if not (isinstance(ref, list) and len(ref) == 2 and type(ref[0]) is int):
+                return False
+            found.add(ref[0])
+            return True
+        return all(_references(v, found) for v in value.values())
+    return True
+
+
+def _foreign(tools: dict[str, Any]) -> bool:
+    """Whether any of ``tools`` is not simworld's own (a tool of your own): found once per set of tools."""
+    key = tuple(tools.values())
+    foreign = _FOREIGN.get(key)
+    if foreign is None:
+        foreign = any(not getattr(t.fn, "__module__", "").startswith("simworld.") for t in key)
+        if len(_FOREIGN) >= 256:
+            _FOREIGN.clear()
+        _FOREIGN[key] = foreign
+    return foreign
+
+
+#: Whether a set of tools (the objects, held so that their ids are not reused) has one that is not simworld's own.
+_FOREIGN: dict[tuple[Any, ...], bool] = {}
 
 
 def grade(scenario: Scenario, episode: Episode, solutions: Sequence[State]) -> dict[str, Any]:

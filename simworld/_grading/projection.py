@@ -17,7 +17,8 @@ from typing import Any
 from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, canonical_json, memo, to_json
 from simworld._world.state import State
 
-__all__ = ["Projection", "diff", "group_key", "group_records", "project", "record_paths", "same_records", "touched"]
+__all__ = ["Projection", "compare", "diff", "group_key", "group_records", "project", "projected_size", "record_paths",
+           "same_records", "touched"]
 
 Projection = dict[str, Any]
 
@@ -32,7 +33,10 @@ _BY_PARENT = {"payments": "plan_id", "credits": "plan_id"}
 def _flatten(prefix: str, value: Any, out: Projection) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
-            _flatten(f"{prefix}/{k}", v, out)
+            if isinstance(v, (dict, list)):
+                _flatten(f"{prefix}/{k}", v, out)
+            else:  # most fields: a leaf, written here rather than by a call each
+                out[f"{prefix}/{k}"] = v
     elif isinstance(value, list) and value and isinstance(value[0], (list, dict)):
         for i, v in enumerate(value):
             _flatten(f"{prefix}/{i}", v, out)
@@ -99,7 +103,12 @@ def _own_paths(record: Any, table: str, rid: str) -> Projection:
         for inst in instalments:
             seq = inst.pop("seq")
             inst.pop("id")
-            _flatten(f"plans/{rid}/instalments/{seq}", inst, out)
+            prefix = f"plans/{rid}/instalments/{seq}"
+            for k, v in inst.items():  # _flatten's, written here: an instalment's fields are its leaves
+                if isinstance(v, (dict, list)):
+                    _flatten(f"{prefix}/{k}", v, out)
+                else:
+                    out[f"{prefix}/{k}"] = v
         _flatten(f"plans/{rid}", data, out)
         return out
     if table == "premium_changes":
@@ -114,7 +123,12 @@ def touched(states: Iterable[State]) -> set[tuple[str, str]]:
     """The business record keys (see :func:`group_key`) any of ``states`` holds in its overlay."""
     keys: set[tuple[str, str]] = set()
     for s in states:
-        keys.update(group_key(s, *k) for k in s.overlay if k[0] in _BUSINESS)
+        for key in s.overlay:
+            table = key[0]
+            if table in _BY_PARENT:  # group_key's, written here: most keys are their own
+                keys.add((table, getattr(s.get(*key), _BY_PARENT[table])))
+            elif table in _BUSINESS:
+                keys.add(key)
     return keys
 
 
@@ -133,6 +147,102 @@ def diff(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[dict[st
             for p in paths if expected.get(p) != actual.get(p)]
 
 
+def compare(expected: State, actual: State, keys: Iterable[tuple[str, str]]) -> tuple[list[dict[str, Any]], int]:
+    """``diff(project(expected, keys), project(actual, keys))`` and ``len(project(expected, keys))``, record by record.
+
+    A record's paths all begin with its own key (``plans/PLAN/``, ``messages/CUSTOMER/ID/``, ...),
+    so two keys never project the same path and each key can be compared on its own: records
+    equal in both states (the same object, or the same canonical JSON) only count their
+    fields, and only the paths of records that differ are compared. Premium changes are
+    projected under their policy and date, which two records can share, so they are compared
+    together, as are all keys when an id holds a ``/`` (a path of one key could then be another's).
+    """
+    keys = list(keys)
+    if not all(_own_prefix(expected, actual, t, k) for t, k in keys):
+        e, a = project(expected, keys), project(actual, keys)
+        return diff(e, a), len(e)
+    found: list[tuple[str, Any, Any]] = []
+    size = 0
+    shared = [key for key in keys if key[0] in _SHARED_PATHS]
+    if shared:
+        e, a = project(expected, shared), project(actual, shared)
+        size += len(e)
+        _differing(e, a, found)
+    for table, key in keys:
+        if table in _SHARED_PATHS:
+            continue
+        if _same_group(expected, actual, table, key):
+            size += _size(expected, table, key)
+            continue
+        e = record_paths(expected, table, key)
+        size += len(e)
+        _differing(e, record_paths(actual, table, key), found)
+    found.sort(key=_path)  # a path is in one key's records only: sorting the differences sorts them as diff() does
+    return [{"path": p, "expected": x, "actual": y} for p, x, y in found], size
+
+
+def _differing(expected: Projection, actual: Projection, found: list[tuple[str, Any, Any]]) -> None:
+    """Append ``(path, expected, actual)`` for each path whose values differ (None where absent), in no order."""
+    if expected is actual:
+        return
+    try:
+        # Only a path in the symmetric difference of the items can differ: found by hashing, not path by path.
+        paths: Iterable[str] = {p for p, _ in expected.items() ^ actual.items()}
+    except TypeError:  # a value that is a list (a payment's allocations): compare every path
+        paths = expected.keys() | actual.keys()
+    for p in paths:
+        x, y = expected.get(p), actual.get(p)
+        if x != y:
+            found.append((p, x, y))
+
+
+def _path(found: tuple[str, Any, Any]) -> str:
+    return found[0]
+
+
+def projected_size(state: State, keys: Iterable[tuple[str, str]]) -> int:
+    """``len(project(state, keys))``: the number of fields the records ``keys`` project (see :func:`compare`)."""
+    keys = list(keys)
+    if not all(_own_prefix(state, state, t, k) for t, k in keys):
+        return len(project(state, keys))
+    shared = [key for key in keys if key[0] in _SHARED_PATHS]
+    size = len(project(state, shared)) if shared else 0
+    return size + sum(_size(state, t, k) for t, k in keys if t not in _SHARED_PATHS)
+
+
+def _size(state: State, table: str, key: str) -> int:
+    """``len(record_paths(state, table, key))``, from each record's own paths (a plan's payments or credits are
+    not merged into one mapping to be counted)."""
+    if table in _BY_PARENT:
+        return sum(len(memo(sibling, "_paths_" + table, _sibling_paths))
+                   for sibling in state.children(table, _BY_PARENT[table], key))
+    return len(record_paths(state, table, key))
+
+
+#: Tables whose records are projected under something other than their key (two records can share it).
+_SHARED_PATHS = frozenset({"premium_changes"})
+
+
+def _own_prefix(a: State, b: State, table: str, key: str) -> bool:
+    """Whether the paths of the records under ``(table, key)`` in ``a`` and ``b`` begin with a prefix no other
+    key's paths begin with: its key (and for a message its customer) holds no ``/``."""
+    if "/" in key:
+        return False
+    if table in _COMMS:
+        for state in (a, b):
+            customer = getattr(state.get(table, key), "customer_id", None)
+            if isinstance(customer, str) and "/" in customer:
+                return False
+    return True
+
+
+def _same_group(a: State, b: State, table: str, key: str) -> bool:
+    if table in _BY_PARENT:
+        mine, theirs = a.children(table, _BY_PARENT[table], key), b.children(table, _BY_PARENT[table], key)
+        return len(mine) == len(theirs) and all(map(_same, mine, theirs))
+    return _same(a.get(table, key), b.get(table, key))
+
+
 def _same(a: Any, b: Any) -> bool:
     return a is b or (a is not None and b is not None and canonical_json(a) == canonical_json(b))
 
@@ -146,11 +256,4 @@ def same_records(a: State, b: State, keys: Iterable[tuple[str, str]]) -> bool:
     nothing: records that differ only in what a projection leaves out (generated ids) are
     equal projections all the same.
     """
-    for table, key in keys:
-        if table in _BY_PARENT:
-            mine, theirs = a.children(table, _BY_PARENT[table], key), b.children(table, _BY_PARENT[table], key)
-            if len(mine) != len(theirs) or not all(map(_same, mine, theirs)):
-                return False
-        elif not _same(a.get(table, key), b.get(table, key)):
-            return False
-    return True
+    return all(_same_group(a, b, table, key) for table, key in keys)
