@@ -50,7 +50,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
@@ -269,7 +269,7 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
     zero = Money.zero(currency)
     instalments = []
     for inst, amount in zip(plan.instalments, amounts, strict=True):
-        due = due_date(inst.due_date.year + years, inst.due_date.month, anchor)
+        due = _real(due_date(inst.due_date.year + years, inst.due_date.month, anchor))
         status = inst.status
         if status == "paid":
             paid_amount = amount
@@ -280,24 +280,24 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
         # Built directly, not by attrs.evolve (the same record, at a fraction of the cost: a plan has a dozen).
         instalments.append(Instalment(inst.id, inst.seq, due, amount, paid_amount, status, roll(due, "following")))
     paid_by_seq = {i.seq: i.paid_amount for i in instalments}
-    term_start = shift_years(policy.term_start, years)
+    term_start = _real(shift_years(policy.term_start, years))
     if policy.term_end + timedelta(days=1) == shift_years(policy.term_start, 1):
         # An annual term ends the day before its anniversary, leap day or not.
-        term_end = shift_years(term_start, 1) - timedelta(days=1)
+        term_end = _real(shift_years(term_start, 1) - timedelta(days=1))
     else:
-        term_end = shift_years(policy.term_end, years)
+        term_end = _real(shift_years(policy.term_end, years))
     changed = [_remade(policy, currency=currency, annual_premium=premium, term_start=term_start, term_end=term_end),
                _remade(plan, currency=currency, anchor_day=anchor, instalments=tuple(instalments))]
     for fee in fees:
         amount = policy_store.convert(fee.amount, currency) if currency != fee.currency else fee.amount
-        waived = shift_years(fee.waived_on, years) if fee.waived_on is not None else None
+        waived = _real(shift_years(fee.waived_on, years)) if fee.waived_on is not None else None
         changed.append(_remade(fee, currency=currency, amount=amount, waived_on=waived,
-                               charged_on=shift_years(fee.charged_on, years)))
+                               charged_on=_real(shift_years(fee.charged_on, years))))
     for pay in payments:
         allocs = tuple([(seq, paid_by_seq.get(seq, zero)) for seq, _ in pay.allocations])
         total = Money(sum([a.minor for _, a in allocs]), currency)  # the sum of the amounts, added in minor units
         changed.append(_remade(pay, currency=currency, amount=total, allocations=allocs,
-                               received_on=shift_years(pay.received_on, years)))
+                               received_on=_real(shift_years(pay.received_on, years))))
     state = state.put_all(changed)
     clock = _shift_clock(clock, years)
     values = world_vars(state, target, clock)
@@ -305,6 +305,19 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
     if isinstance(draws, WorldDraws):
         draws.finish()
     return Perturbed(state, clock, values, draws.world)
+
+
+#: The real date class, held in a tuple: while a run's TimeGuard runs, freezegun swaps every module's ``date`` (the
+#: helpers' in dates.py too) for its FakeDate, but never looks inside containers.
+_REAL_DATE = (date,)
+
+
+def _real(day: date) -> date:
+    """``day`` as a real date. A start's records hold real dates whether or not freezegun runs: a FakeDate's
+    arithmetic is Python code, and a record's fast encoding takes real dates only (its digest, the same bytes either
+    way, would cost several times more)."""
+    real_date = _REAL_DATE[0]
+    return day if type(day) is real_date else real_date(day.year, day.month, day.day)
 
 
 #: Each record class's field names, in declaration order (see :func:`_remade`).
