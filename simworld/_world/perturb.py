@@ -47,6 +47,7 @@ generator ignores this order, so seed ``N`` gives the world it always gave.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -269,7 +270,7 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
     zero = Money.zero(currency)
     instalments = []
     for inst, amount in zip(plan.instalments, amounts, strict=True):
-        due = _real(due_date(inst.due_date.year + years, inst.due_date.month, anchor))
+        due, draft = _due_and_draft(inst.due_date.year + years, inst.due_date.month, anchor)
         status = inst.status
         if status == "paid":
             paid_amount = amount
@@ -278,7 +279,7 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
         else:
             paid_amount = zero
         # Built directly, not by attrs.evolve (the same record, at a fraction of the cost: a plan has a dozen).
-        instalments.append(Instalment(inst.id, inst.seq, due, amount, paid_amount, status, roll(due, "following")))
+        instalments.append(Instalment(inst.id, inst.seq, due, amount, paid_amount, status, draft))
     paid_by_seq = {i.seq: i.paid_amount for i in instalments}
     term_start = _real(shift_years(policy.term_start, years))
     if policy.term_end + timedelta(days=1) == shift_years(policy.term_start, 1):
@@ -318,6 +319,14 @@ def _real(day: date) -> date:
     way, would cost several times more)."""
     real_date = _REAL_DATE[0]
     return day if type(day) is real_date else real_date(day.year, day.month, day.day)
+
+
+@functools.lru_cache(maxsize=4096)  # calendar facts, as days_in_month keeps them: a few centuries of months
+def _due_and_draft(year: int, month: int, anchor: int) -> tuple[date, date]:
+    """An instalment's due date in (year, month) for ``anchor``, and its draft date (the business day it is
+    collected on), both real dates."""
+    due = _real(due_date(year, month, anchor))
+    return due, _real(roll(due, "following"))
 
 
 #: Each record class's field names, in declaration order (see :func:`_remade`).
