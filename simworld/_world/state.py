@@ -41,10 +41,12 @@ def canonical_bytes(value: Any) -> bytes:
 
 def record_digest(table: str, record: Any) -> int:
     """A 128-bit digest of one record in ``table``, as an int (computed once per record and table)."""
-    found = _DIGESTERS.get(table)
-    if found is None:
-        found = _digester(table)
-    return memo(record, found[0], found[1])
+    key, compute = _DIGESTERS.get(table) or _digester(table)
+    digest = record.__dict__.get(key)  # kept on the record, as memo keeps things (a miss costs no KeyError here)
+    if digest is None:
+        digest = compute(record)
+        object.__setattr__(record, key, digest)
+    return digest
 
 
 def _digester(table: str) -> tuple[str, Callable[[Any], int]]:
