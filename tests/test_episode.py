@@ -174,6 +174,21 @@ class TestSealedEpisode:
             ep.counters["steps"] = 3  # type: ignore[index]
 
 
+    def test_event_lines_are_the_events_own(self, scenario) -> None:
+        """An episode's event lines and events hash are its events' (made once), and an episode evolved with other
+        events has theirs, not a copy of the first one's."""
+        import attrs
+
+        from simworld._world.events import event_lines, events_hash
+
+        ep = _play(scenario, StepsAgent(scenario.solutions[0], dict(scenario.instance(0).vars), "t"), seed=0)
+        assert list(ep.event_lines()) == event_lines(ep.events) and ep.events_hash == events_hash(ep.events)
+        assert ep.event_lines() is ep.event_lines()
+        fewer = attrs.evolve(ep, events=ep.events[:-1])
+        assert list(fewer.event_lines()) == event_lines(ep.events[:-1]) != list(ep.event_lines())
+        assert fewer.events_hash == events_hash(ep.events[:-1]) != ep.events_hash
+
+
 class TestSimulatedTimeForForeignCode:
     def test_agent_sees_simulated_now(self, scenario) -> None:
         """Under a TimeGuard an agent's datetime.now() is the simulated time, and it moves with tool latency."""

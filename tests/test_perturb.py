@@ -184,3 +184,39 @@ def test_read_world_file_round_trips(tmp_path: Path) -> None:
     path.write_bytes(world_file_bytes(SPLIT.id, PLAIN, seed=4))
     spec = read_world_file(path)
     assert (spec.scenario, spec.world, spec.seed) == (SPLIT.id, PLAIN, 4)
+
+
+class TestStartRecords:
+    @pytest.mark.parametrize("scenario", sorted(SUITE))
+    def test_remade_records_keep_every_other_field(self, scenario: str) -> None:
+        """Every record a start remakes is in the world's currency and keeps every field the perturbation does not
+        move, the snapshot's own values."""
+        import attrs
+
+        moved = {"currency", "annual_premium", "term_start", "term_end", "anchor_day", "instalments", "amount",
+                 "waived_on", "charged_on", "allocations", "received_on"}
+        sc = SUITE[scenario]
+        inst = sc.instance(7)
+        base = sc.snapshot.state()
+        for (table, rid), record in inst.state.overlay.items():
+            old = base.get(table, rid)
+            assert type(record) is type(old) and record.currency == inst.world["currency"]
+            kept = [f.name for f in attrs.fields(type(old)) if f.name not in moved]
+            assert kept and [getattr(record, n) for n in kept] == [getattr(old, n) for n in kept]
+
+    def test_dates_are_real_dates_under_a_time_guard(self) -> None:
+        """A start made while freezegun runs holds real dates (not FakeDates), the same values as without it."""
+        import datetime as dt
+
+        from simworld._world.clock import TimeGuard
+
+        expected = SPLIT.perturbed(RandomDraws(random.Random(f"{SPLIT.id}/11")))
+        with TimeGuard():
+            guarded = SPLIT.perturbed(RandomDraws(random.Random(f"{SPLIT.id}/11")))
+        real_date = dt.date
+        for key, record in guarded.state.overlay.items():
+            days = [v for v in vars(record).values() if isinstance(v, real_date)]
+            days += [d for i in getattr(record, "instalments", ()) for d in (i.due_date, i.draft_date)]
+            assert days and all(type(d) is real_date for d in days), key
+            assert record == expected.state.overlay[key]
+        assert guarded.state.hash == expected.state.hash

@@ -114,6 +114,23 @@ class TestLogs:
             assert episode.events_hash == line["events_hash"]
 
 
+    @pytest.mark.parametrize("position, order", [
+        (0, ["header", "crash", 1, 2, "footer"]), (1, ["header", 1, "crash", 2, "footer"]),
+        (2, ["header", 1, 2, "crash", "footer"]), (3, ["header", 1, 2, "footer"]), (None, ["header", 1, 2, "footer"]),
+    ])
+    def test_crash_record_sits_before_the_event_at_its_position(self, position, order) -> None:
+        """An event file has its crash record before the event at its position (after the last one at the end); a
+        position past that has none."""
+        from simworld._world.events import Event, event_file_bytes
+
+        events = [Event(seq, "2026-01-01T00:00:00.000Z", "get_plan", {}, {}, "ok", 0.1, "read") for seq in (1, 2)]
+        crash = None if position is None else {"at_call": 1, "after_side_effect": False, "position": position,
+                                               "lost": None}
+        lines = [orjson.loads(x) for x in event_file_bytes({"scenario": "s"}, events, {"outcome": None},
+                                                           crash).splitlines()]
+        assert [x.get("seq", x["record"]) if x["record"] == "event" else x["record"] for x in lines] == order
+
+
 class TestLoading:
     @pytest.mark.parametrize("bad", [{"crash_at_call": 0}, {"crash_at_call": "3"}, {"crash_at_call": 2, "after": 1},
                                      {"crash_at_call": 2, "after_side_effect": "yes"}])

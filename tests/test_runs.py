@@ -441,6 +441,30 @@ class TestExitCodesAndProgress:
         assert progress and "/3 episodes" in progress[-1] and "passed" in progress[-1]
 
 
+class TestCollector:
+    def test_a_run_gives_back_what_it_froze(self, tmp_path: Path) -> None:
+        """During a run what was loaded before it is frozen out of the collector's sight; after it nothing is left
+        frozen, and objects frozen by someone else before the run stay frozen."""
+        import gc
+
+        seen = []
+        factory = build_agent_factory("noop")
+
+        def agent(scenario, seed, variables):
+            seen.append(gc.get_freeze_count())
+            return factory(scenario, seed, variables)
+
+        suite = [s for s in load_suite() if s.id == FEW[0]]
+        run_suite(suite, [0], "noop", agent, tmp_path / "a")
+        assert seen and seen[0] > 0 and gc.get_freeze_count() == 0
+        gc.freeze()
+        try:
+            run_suite(suite, [0], "noop", agent, tmp_path / "b")
+            assert gc.get_freeze_count() > 0  # (fewer: frozen objects freed meanwhile leave the count)
+        finally:
+            gc.unfreeze()
+
+
 def test_api_refuses_resume_and_overwrite_together(tmp_path: Path) -> None:
     """run_suite(resume=True, overwrite=True) is a contradiction, refused before anything is written."""
     with pytest.raises(RunDirError):

@@ -1,5 +1,5 @@
 """What a run does once, done only as needed: freezegun whenever foreign code may run in its episodes (and only
-then), simworld's version read without importlib.metadata where that gives the same answer."""
+then); simworld's version as importlib.metadata gives it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import orjson
 import pytest
 from helpers import ROOT, copy_suite
 
-from simworld._running.runner import _plain_version, own_code_only, simworld_version
+from simworld._running.runner import own_code_only, simworld_version
 from simworld._scenario.scenario import load_suite
 
 #: An agent that writes down what datetime.now() and the observation say the time is, then stops.
@@ -97,34 +97,9 @@ class TestForeignCodeSeesSimulatedTime:
 
 class TestVersion:
     def test_the_installed_version_as_importlib_metadata_gives_it(self) -> None:
-        """simworld_version() is what importlib.metadata finds (or 0+unknown), read here without importing it."""
+        """simworld_version() is what importlib.metadata finds (or 0+unknown)."""
         try:
             expected = importlib.metadata.version("simworld")
         except importlib.metadata.PackageNotFoundError:
             expected = "0+unknown"
         assert simworld_version() == expected
-        assert _plain_version() in (expected, None)
-
-    @pytest.mark.parametrize("files, plain", [
-        ({"simworld-1.2.3.dist-info/METADATA": "Metadata-Version: 2.1\nName: simworld\nVersion: 1.2.3\n\nbody"},
-         "1.2.3"),
-        ({"SimWorld-4.5.dist-info/METADATA": "Name: SimWorld\nVersion: 4.5\n"}, "4.5"),
-        ({"simworld-7.0.dist-info/METADATA": "Name: simworld\nVersion: 7.0\n  .1\n"}, None),
-        ({"simworld-7.0.egg-info/PKG-INFO": "Name: simworld\nVersion: 7.0\n"}, None),
-        ({"simworld-7.0.dist-info/RECORD": ""}, None),
-        ({"other-1.0.dist-info/METADATA": "Name: other\nVersion: 1.0\n"}, "9.9"),
-    ], ids=["plain", "case", "folded", "egg-info", "no-metadata", "later-entry"])
-    def test_a_path_it_cannot_read_plainly_is_left_to_importlib_metadata(self, tmp_path: Path, files: dict[str, str],
-                                                                         plain: str | None,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-        """On a made-up sys.path: the plain answer where it is sure, None where importlib.metadata must answer; the
-        version is importlib.metadata's either way."""
-        for rel, text in files.items():
-            (tmp_path / "a" / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / "a" / rel).write_text(text)
-        later = tmp_path / "b" / "simworld-9.9.dist-info"
-        later.mkdir(parents=True)
-        (later / "METADATA").write_text("Name: simworld\nVersion: 9.9\n")
-        monkeypatch.setattr(sys, "path", [str(tmp_path / "missing.zip"), str(tmp_path / "a"), str(tmp_path / "b")])
-        assert _plain_version() == plain
-        assert simworld_version() == importlib.metadata.version("simworld")

@@ -21,7 +21,7 @@ import orjson
 from simworld._scenario.scenario import Scenario
 from simworld._world.actions import plain_action, usage_tokens
 from simworld._world.clock import SimClock, TimeGuard, wall_monotonic
-from simworld._world.events import Event, events_hash
+from simworld._world.events import Event, event_lines, lines_hash
 from simworld._world.policy import PolicyStore
 from simworld._world.state import State
 from simworld._world.tools import TOOLS
@@ -115,11 +115,26 @@ class Episode:
     target: Mapping[str, str] = attrs.field(factory=dict)
     crash: Crash | None = None
     tools: tuple[str, ...] = ()
+    #: The events made into their event-file lines, and the hash of those lines: made when first read.
+    _logged: tuple[tuple[bytes, ...], str] | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    def event_lines(self) -> tuple[bytes, ...]:
+        """Each event's line in the event file (:func:`~simworld._world.events.event_lines`), made once per episode:
+        the result line's events hash and the event file are both made of them."""
+        return self._log()[0]
 
     @property
     def events_hash(self) -> str:
         """Hash of the event log."""
-        return events_hash(self.events)
+        return self._log()[1]
+
+    def _log(self) -> tuple[tuple[bytes, ...], str]:
+        logged = self._logged
+        if logged is None:
+            lines = tuple(event_lines(self.events))
+            logged = (lines, lines_hash(lines))
+            object.__setattr__(self, "_logged", logged)
+        return logged
 
     @property
     def state_hash(self) -> str:

@@ -7,6 +7,7 @@ it returns with :func:`store_episode`. Whatever raises on the way is the episode
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from simworld._episode.play import AgentFactory, play
 from simworld._running.rundir import EVENTS
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import TimeGuard
-from simworld._world.events import event_file_bytes, event_lines, lines_hash, write_atomic
+from simworld._world.events import event_file_bytes, write_atomic
 from simworld._world.vocab import COUNTERS
 from simworld.errors import describe_exception
 
@@ -86,7 +87,8 @@ def store_episode(out: Path | None, scenario_id: str, seed: int, trial: int, lin
     if out is None or events is None:
         return
     try:
-        write_atomic(out / EVENTS / event_file_name(scenario_id, seed, trial), events)
+        # Joined as strings: two pathlib joins an episode cost more than the rest of this function but the write.
+        write_atomic(os.path.join(out, EVENTS, event_file_name(scenario_id, seed, trial)), events)
     except Exception as exc:
         _write_failed(line, exc)
 
@@ -135,16 +137,16 @@ def run_post_hooks(scenario: Scenario, episode: Episode, line: dict[str, Any], o
 
 
 def event_file_content(scenario: Scenario, episode: Episode, trial: int = 0, harness_error: str | None = None) -> bytes:
-    """One episode's event log with its header and footer, as bytes (each event made into its line once, for the
-    file and the footer's events hash alike)."""
+    """One episode's event log with its header and footer, as bytes (each event made into its line once per episode,
+    for the file, the footer's events hash and the result line's alike)."""
     header = {"scenario": scenario.id, "seed": episode.seed, "trial": trial, "agent": episode.agent,
               "snapshot": scenario.snapshot.name, "initial_state_hash": episode.initial_state.hash,
               "request": episode.request, "policy": episode.policy_text, "tools": list(scenario.tools),
               "contract": CONTRACT_VERSION}
-    lines = event_lines(episode.events)
+    lines = list(episode.event_lines())
     footer = {"outcome": episode.outcome, "stop_reason": episode.stop_reason, "error": episode.error,
               "counters": dict(episode.counters), "final_state_hash": episode.final_state.hash,
-              "events_hash": lines_hash(lines)}
+              "events_hash": episode.events_hash}
     if harness_error is not None:
         footer["harness_error"] = harness_error
     events = list(episode.events)

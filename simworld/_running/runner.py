@@ -8,10 +8,10 @@ value may appear).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import platform
-import re
 import sys
 import threading
 from collections import deque
@@ -242,6 +242,12 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
                 progress(tally.episodes, total, f"{_label(job, trials)} [{worker}; {len(seen)} workers]", tally.passed,
                          workers=seen)
 
+    # What is loaded when the run starts (modules, scenarios, snapshots) outlives it: kept out of the collector's
+    # sight while the run goes, a collection walks only what its episodes made. Given back when the run ends, so
+    # nothing is held longer than it would have been; left alone when something else froze objects first.
+    freezing = gc.isenabled() and gc.get_freeze_count() == 0
+    if freezing:
+        gc.freeze()
     try:
         if executor == "ray":
             from simworld._running.executors import on_ray
@@ -268,6 +274,8 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     finally:
         if results_file is not None:
             results_file.close()
+        if freezing:
+            gc.unfreeze()
     if progress:
         progress(tally.episodes, total, "done", tally.passed)
     wall = wall_monotonic() - began
@@ -425,56 +433,9 @@ def run_header(agent: str, argv: Iterable[str] = ()) -> dict[str, Any]:
 
 def simworld_version() -> str:
     """The installed simworld version (``0+unknown`` from a source tree without metadata)."""
-    found = _plain_version()
-    if found is not None:
-        return found
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("simworld")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-def _plain_version() -> str | None:
-    """What ``importlib.metadata.version("simworld")`` finds, in the plain case, without importing it (about 10 ms:
-    it brings the email and zip packages): the first ``simworld-*.dist-info`` in the first directory of
-    ``sys.path`` that holds one, as its path finder searches them. None whenever the case is not plain (another
-    finder of distributions, a zip or egg on the path, an egg-info, metadata it would parse differently): then
-    importlib.metadata answers."""
-    import importlib.machinery
-
-    if any(getattr(f, "find_distributions", None) is not None for f in sys.meta_path
-           if f is not importlib.machinery.PathFinder):
-        return None
-    for entry in sys.path:
-        root = entry or "."
-        try:
-            children = os.listdir(root)
-        except OSError:
-            if os.path.exists(root):
-                return None  # a zip file (or a directory it cannot list): importlib.metadata's business
-            continue
-        if os.path.basename(root).lower().endswith(".egg"):
-            return None
-        for child in children:
-            low = child.lower()
-            if low.endswith((".dist-info", ".egg-info")) and \
-                    re.sub(r"[-_.]+", "_", low.rpartition(".")[0].partition("-")[0]) == "simworld":
-                return _dist_info_version(os.path.join(root, child)) if low.endswith(".dist-info") else None
-    return None
-
-
-def _dist_info_version(path: str) -> str | None:
-    """The ``Version:`` header of a dist-info's METADATA, when it is one plain line; else None."""
-    try:
-        with open(os.path.join(path, "METADATA"), encoding="utf-8") as f:
-            head = f.read(65536).split("\n\n", 1)[0].splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    for i, line in enumerate(head):
-        if line.startswith("Version:"):
-            value = line.removeprefix("Version:").strip()
-            folded = i + 1 < len(head) and head[i + 1][:1] in (" ", "\t")
-            return value if value and not folded and value.isascii() else None
-    return None

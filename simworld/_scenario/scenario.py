@@ -54,7 +54,9 @@ _TARGET_KEYS = ("customer", "policy", "plan", "fee")
 #: The perturbed starts of the last few (scenario, seed)s: the agent's episode and every solution replay of a
 #: seed start from the same one (a Perturbed is immutable: a State, a clock and variables nobody writes to).
 _INSTANCES: OrderedDict[tuple[int, int], tuple[Scenario, Perturbed]] = OrderedDict()
-_INSTANCES_SIZE = 256
+#: Enough for every episode a run has in flight (a run with --concurrency N keeps up to 4N); each start held longer
+#: only lengthens the collector's walks (it keeps its records and the calls played from it).
+_INSTANCES_SIZE = 64
 _INSTANCES_LOCK = threading.Lock()
 #: Size limits (documented in docs/scenarios.md): the request (prompt.md) and a solution or script file.
 MAX_PROMPT_BYTES = 64 * 1024
@@ -182,7 +184,7 @@ class Scenario:
 
     def request(self, variables: dict[str, Any]) -> str:
         """The customer's request rendered for a seed's variables."""
-        return render(self.prompt, variables, f"{self.path / 'prompt.md'}")
+        return render(self.prompt, variables, os.path.join(self.path, "prompt.md"))  # (a pathlib join costs more)
 
 
 def _fail(path: Path, msg: str) -> ScenarioError:

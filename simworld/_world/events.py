@@ -89,14 +89,13 @@ def event_file_bytes(header: dict[str, Any], events: Iterable[Event], footer: di
     ``lines``, the events already made into lines (:func:`event_lines`), spares making them again.
     """
     listed = event_lines(events) if lines is None else lines
-    out = [canonical_bytes({"record": "header", **header})]
-    for i in range(len(listed) + 1):
-        if crash is not None and crash["position"] == i:
-            out.append(canonical_bytes({"record": "crash", **crash}))
-        if i < len(listed):
-            out.append(listed[i])
+    out = [canonical_bytes({"record": "header", **header}), *listed]
+    spots = range(len(listed) + 1)  # where a crash record may sit: before an event, or after the last
+    if crash is not None and crash["position"] in spots:
+        out.insert(1 + spots.index(crash["position"]), canonical_bytes({"record": "crash", **crash}))
     out.append(canonical_bytes({"record": "footer", **footer}))
-    return b"\n".join(out) + b"\n"
+    out.append(b"")
+    return b"\n".join(out)
 
 
 def temp_path(path: str | os.PathLike[str]) -> str:
@@ -122,7 +121,7 @@ def open_temp(tmp: str) -> int:
         return os.open(tmp, flags, 0o666)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename: a kill never leaves half a file.
 
     A failed write removes its temporary file; a killed one's is removed by the next write to ``path``.

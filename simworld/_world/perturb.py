@@ -47,10 +47,11 @@ generator ignores this order, so seed ``N`` gives the world it always gave.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
@@ -266,40 +267,38 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
         amounts = allocate(premium, len(plan.instalments), "first" if plan.remainder == "first" else "last")
     else:
         amounts = [i.amount for i in plan.instalments]
+    zero = Money.zero(currency)
     instalments = []
     for inst, amount in zip(plan.instalments, amounts, strict=True):
-        due = due_date(inst.due_date.year + years, inst.due_date.month, anchor)
-        if inst.status == "paid":
+        due, draft = _due_and_draft(inst.due_date.year + years, inst.due_date.month, anchor)
+        status = inst.status
+        if status == "paid":
             paid_amount = amount
-        elif inst.status == "partially_paid":
+        elif status == "partially_paid":
             paid_amount = Money(amount.minor // 2, currency)
         else:
-            paid_amount = Money.zero(currency)
+            paid_amount = zero
         # Built directly, not by attrs.evolve (the same record, at a fraction of the cost: a plan has a dozen).
-        instalments.append(Instalment(id=inst.id, seq=inst.seq, due_date=due, amount=amount, paid_amount=paid_amount,
-                                      status=inst.status, draft_date=roll(due, "following")))
+        instalments.append(Instalment(inst.id, inst.seq, due, amount, paid_amount, status, draft))
     paid_by_seq = {i.seq: i.paid_amount for i in instalments}
-    new_plan = attrs.evolve(plan, currency=currency, anchor_day=anchor, instalments=tuple(instalments))
-    term_start = shift_years(policy.term_start, years)
+    term_start = _real(shift_years(policy.term_start, years))
     if policy.term_end + timedelta(days=1) == shift_years(policy.term_start, 1):
         # An annual term ends the day before its anniversary, leap day or not.
-        term_end = shift_years(term_start, 1) - timedelta(days=1)
+        term_end = _real(shift_years(term_start, 1) - timedelta(days=1))
     else:
-        term_end = shift_years(policy.term_end, years)
-    new_policy = attrs.evolve(policy, currency=currency, annual_premium=premium, term_start=term_start,
-                              term_end=term_end)
-    changed = [new_policy, new_plan]
+        term_end = _real(shift_years(policy.term_end, years))
+    changed = [_remade(policy, currency=currency, annual_premium=premium, term_start=term_start, term_end=term_end),
+               _remade(plan, currency=currency, anchor_day=anchor, instalments=tuple(instalments))]
     for fee in fees:
         amount = policy_store.convert(fee.amount, currency) if currency != fee.currency else fee.amount
-        waived = shift_years(fee.waived_on, years) if fee.waived_on is not None else None
-        changed.append(attrs.evolve(fee, currency=currency, amount=amount, waived_on=waived,
-                                    charged_on=shift_years(fee.charged_on, years)))
-    zero = Money.zero(currency)
+        waived = _real(shift_years(fee.waived_on, years)) if fee.waived_on is not None else None
+        changed.append(_remade(fee, currency=currency, amount=amount, waived_on=waived,
+                               charged_on=_real(shift_years(fee.charged_on, years))))
     for pay in payments:
-        allocs = tuple((seq, paid_by_seq.get(seq, zero)) for seq, _ in pay.allocations)
-        total = Money(sum(a.minor for _, a in allocs), currency)  # the sum of the amounts, added in minor units
-        changed.append(attrs.evolve(pay, currency=currency, amount=total, allocations=allocs,
-                                    received_on=shift_years(pay.received_on, years)))
+        allocs = tuple([(seq, paid_by_seq.get(seq, zero)) for seq, _ in pay.allocations])
+        total = Money(sum([a.minor for _, a in allocs]), currency)  # the sum of the amounts, added in minor units
+        changed.append(_remade(pay, currency=currency, amount=total, allocations=allocs,
+                               received_on=_real(shift_years(pay.received_on, years))))
     state = state.put_all(changed)
     clock = _shift_clock(clock, years)
     values = world_vars(state, target, clock)
@@ -309,6 +308,42 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
     return Perturbed(state, clock, values, draws.world)
 
 
+#: The real date class, held in a tuple: while a run's TimeGuard runs, freezegun swaps every module's ``date`` (the
+#: helpers' in dates.py too) for its FakeDate, but never looks inside containers.
+_REAL_DATE = (date,)
+
+
+def _real(day: date) -> date:
+    """``day`` as a real date. A start's records hold real dates whether or not freezegun runs: a FakeDate's
+    arithmetic is Python code, and a record's fast encoding takes real dates only (its digest, the same bytes either
+    way, would cost several times more)."""
+    real_date = _REAL_DATE[0]
+    return day if type(day) is real_date else real_date(day.year, day.month, day.day)
+
+
+@functools.lru_cache(maxsize=4096)  # calendar facts, as days_in_month keeps them: a few centuries of months
+def _due_and_draft(year: int, month: int, anchor: int) -> tuple[date, date]:
+    """An instalment's due date in (year, month) for ``anchor``, and its draft date (the business day it is
+    collected on), both real dates."""
+    due = _real(due_date(year, month, anchor))
+    return due, _real(roll(due, "following"))
+
+
+#: Each record class's field names, in declaration order (see :func:`_remade`).
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _remade(record: Any, **changes: Any) -> Any:
+    """``attrs.evolve(record, **changes)`` without its generic path (a start remakes a handful of records per
+    episode): the record's class called with its field values, ``changes`` in their place."""
+    cls = type(record)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
+    values = record.__dict__
+    return cls(*[changes[name] if name in changes else values[name] for name in names])
+
+
 def world_vars(state: State, target: dict[str, str], clock: datetime) -> dict[str, Any]:
     """The template variables read off the target's records."""
     customer = state.get("customers", target["customer"])
@@ -316,7 +351,7 @@ def world_vars(state: State, target: dict[str, str], clock: datetime) -> dict[st
     plan = state.get("plans", target["plan"])
     owed = [i for i in plan.instalments if i.status in UNPAID]
     locked = [i for i in plan.instalments if i.status in LOCKED]
-    balance = sum((i.amount for i in owed), Money.zero(plan.currency))
+    balance = Money(sum([i.amount.minor for i in owed]), plan.currency)  # an instalment is in its plan's currency
     values: dict[str, Any] = {
         "customer_id": customer.id,
         "customer_name": customer.name,

@@ -17,7 +17,7 @@ a state nobody hashes (a solver's scratch world) never digests a record.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -41,11 +41,27 @@ def canonical_bytes(value: Any) -> bytes:
 
 def record_digest(table: str, record: Any) -> int:
     """A 128-bit digest of one record in ``table``, as an int (computed once per record and table)."""
-    def compute(r: Any) -> int:
-        data = table.encode() + b"\0" + canonical_json(r)
-        return int.from_bytes(hashlib.blake2b(data, digest_size=16).digest(), "big")
+    key, compute = _DIGESTERS.get(table) or _digester(table)
+    digest = record.__dict__.get(key)  # kept on the record, as memo keeps things (a miss costs no KeyError here)
+    if digest is None:
+        digest = compute(record)
+        object.__setattr__(record, key, digest)
+    return digest
 
-    return memo(record, "_digest_" + table, compute)
+
+def _digester(table: str) -> tuple[str, Callable[[Any], int]]:
+    """The name a record keeps its digest in ``table`` under, and the function that computes it."""
+    prefix = table.encode() + b"\0"
+
+    def compute(record: Any) -> int:
+        return int.from_bytes(_blake2b(prefix + canonical_json(record), digest_size=16).digest(), "big")
+
+    return "_digest_" + table, compute
+
+
+_blake2b = hashlib.blake2b
+#: Each table's digester, made once (see :func:`record_digest`).
+_DIGESTERS = {table: _digester(table) for table in TABLES}
 
 
 @attrs.frozen(eq=False, slots=False)  # a __dict__ holds what readers derive from the snapshot once (see memo)
@@ -195,9 +211,13 @@ class State:
 
     @property
     def hash(self) -> str:
-        """Canonical hash of the whole state, business and communications."""
-        combined = hashlib.blake2b(f"{self.business_sum:032x}:{self.comms_sum:032x}".encode(), digest_size=16)
-        return combined.hexdigest()
+        """Canonical hash of the whole state, business and communications (made once per state: an episode's
+        result line, its event file's header and footer all read them)."""
+        def compute(state: State) -> str:
+            business, comms = state._sums()
+            return _blake2b(f"{business:032x}:{comms:032x}".encode(), digest_size=16).hexdigest()
+
+        return memo(self, "_hash_cache", compute)
 
     def changed(self) -> list[tuple[str, str]]:
         """The (table, id) keys this state changed or added relative to its base, sorted."""
