@@ -270,7 +270,7 @@ class Stepper:
             recovery = self.scenario.recovery
             if recovery is not None and self._crash is None and self._calls == recovery.crash_at_call:
                 return self._die(action, recovery.after_side_effect), False
-            event = w.call(action["tool"], action.get("args", {}))
+            event = w.call(action["tool"], action.get("args", {}), plain=True)
         else:
             event = w.invalid(action)
         return self._observe(event), self._check_end()
@@ -295,7 +295,7 @@ class Stepper:
         position = len(w.events)
         if after_side_effect:
             # The durable world keeps the effect (and graders see the call); the session log never recorded it.
-            lost = w.call(action["tool"], action.get("args", {}))
+            lost = w.call(action["tool"], action.get("args", {}), plain=True)
             if w.outcome is not None:  # a terminal call that landed still ends the episode
                 self._stop = "terminal"
         self._crash = Crash(self._calls, after_side_effect, position, lost)

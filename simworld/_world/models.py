@@ -9,7 +9,7 @@ plan's).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -41,6 +41,9 @@ __all__ = [
     "Record",
     "canonical_json",
     "json_bytes",
+    "json_fragment",
+    "json_list",
+    "json_with",
     "memo",
     "record_from_json",
     "to_json",
@@ -344,6 +347,27 @@ def canonical_json(record: Any) -> bytes:
         return record.__dict__["_canonical_json"]
     except KeyError:
         return _encoded(record)[1]
+
+
+def json_fragment(record: Any) -> orjson.Fragment:
+    """The record's JSON as a piece of a larger result: ``orjson.dumps`` writes its cached bytes as they are.
+
+    What a tool returns is serialised once and parsed once by the world; a record inside it
+    need not be parsed (:func:`to_json`) only to be written again.
+    """
+    return orjson.Fragment(json_bytes(record))
+
+
+def json_list(records: Iterable[Any]) -> orjson.Fragment:
+    """A JSON array of the records, in order, as one piece of a larger result (see :func:`json_fragment`)."""
+    return orjson.Fragment(b"[" + b",".join([json_bytes(r) for r in records]) + b"]")
+
+
+def json_with(record: Any, extra: dict[str, Any]) -> orjson.Fragment:
+    """The record's JSON object with the keys of ``extra`` after its own fields: the bytes of
+    ``{**to_json(record), **extra}`` (``extra`` non-empty, its keys none of the record's), made without
+    parsing the record's JSON."""
+    return orjson.Fragment(json_bytes(record)[:-1] + b"," + orjson.dumps(extra)[1:])
 
 
 def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:
