@@ -54,8 +54,9 @@ class RandomAgent:
         self.rng = random.Random(f"random-agent/{scenario_id}/{seed}")
         self.calls = calls
         self.ids: list[str] = []
+        self._request: tuple[str, list[str]] | None = None  # a request and the ids in it
 
-    def _value(self, schema: dict[str, Any]) -> Any:
+    def _value(self, schema: Mapping[str, Any]) -> Any:
         rng = self.rng
         kind = schema.get("type")
         if "enum" in schema:
@@ -76,13 +77,24 @@ class RandomAgent:
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
         """A random call; ids found in earlier results are reused."""
-        self.ids.extend(_ID.findall(observation.request + repr(observation.last_result)))
-        tools = list(observation.tools)
+        self.ids.extend(self._ids_in(observation.request, observation.last_result))
+        tools = observation.shared_tools  # only read, so the episode's own copy is never made
         if observation.step >= self.calls:
             terminal = [t for t in tools if t["name"] in ("finish", "escalate", "request_information", "decline")]
             tools = terminal or tools
         choice = self.rng.choice(tools)
         return {"tool": choice["name"], "args": self._value(choice["parameters"])}
+
+
+    def _ids_in(self, request: str, result: Any) -> list[str]:
+        """The ids in the request followed by the ids in ``repr(result)``, as one search of the two joined finds
+        them. A dict's text starts with a brace, which no id holds or touches, so the two are searched apart
+        and the request's ids are found once per request (any other result is searched with the request)."""
+        if type(result) is not dict:
+            return _ID.findall(request + repr(result))
+        if self._request is None or self._request[0] is not request:
+            self._request = (request, _ID.findall(request))
+        return self._request[1] + _ID.findall(repr(result))
 
 
 class _CallableAgent:
