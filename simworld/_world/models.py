@@ -241,6 +241,10 @@ for _cls in (*MODELS.values(), Instalment):
     attrs.resolve_types(_cls)
 
 
+# The real classes, held in a tuple: freezegun swaps a module's ``date`` and ``datetime`` attributes for
+# its fakes while it runs (so ``kind is date`` would fail under a TimeGuard), but never looks inside containers.
+_REAL_DATE_TYPES = (date, datetime)
+
 #: Types whose values are their own JSON, and the record classes (by exact type: what :func:`_dump` checks first).
 _AS_IS = frozenset({str, int, bool, type(None)})
 _RECORDS = frozenset({*MODELS.values(), Instalment})
@@ -339,9 +343,10 @@ def _encoder(cls: type[Any]) -> Callable[[Any], tuple[bytes, bytes] | None]:
         v, kind, optional = f"v{n}", _kind(f.type), _optional(f.type)
         before.append(f"{v} = r.{f.name}")
         if kind in ("money", "date", "instant"):
-            real, text = {"money": ("_Money", f"_fm({v}.minor, {v}.currency)"),
-                          "date": ("_date", f"(_iso_of({v}) or _iso({v}))"), "instant": ("_datetime", f"_fi({v})")}[kind]
-            checks.append(f"(type({v}) is {real} or {v} is None)" if optional else f"type({v}) is {real}")
+            check, text = {"money": (f"type({v}) is _Money", f"_fm({v}.minor, {v}.currency)"),
+                           "date": (f"(type({v}) in _DAYS or _is_day({v}))", f"(_iso_of({v}) or _iso({v}))"),
+                           "instant": (f"(type({v}) in _INSTANTS or _is_instant({v}))", f"_fi({v})")}[kind]
+            checks.append(f"({v} is None or {check})" if optional else check)
             value = f"(None if {v} is None else {text})" if optional else text
             plain.append(f"{f.name!r}: {value}")
             canonical.append(f"{f.name!r}: {value}")
@@ -369,13 +374,36 @@ def _encoder(cls: type[Any]) -> Callable[[Any], tuple[bytes, bytes] | None]:
     else:
         made = f"plain = {{{', '.join(plain)}}}\n    return _dumps(plain), _dumps(plain, option=_SORT)"
     source = f"def encode(r):\n    {body}\n    if not ({test}):\n        return None\n    {made}\n"
-    real_date, real_datetime = _REAL_DATE_TYPES
-    scope = {"_Money": Money, "_date": real_date, "_iso_of": _ISO_DATES.get, "_iso": _iso, "_datetime": real_datetime, "_fm": format_minor,
+    scope = {"_Money": Money, "_DAYS": _DAYS, "_is_day": _is_day, "_INSTANTS": _INSTANTS, "_is_instant": _is_instant,
+             "_iso_of": _ISO_DATES.get, "_iso": _iso, "_fm": format_minor,
              "_fi": format_instant, "_AS_IS": _AS_IS, "_records_json": _records_json, "_dump": _dump,
              "_dumps": orjson.dumps, "_SORT": orjson.OPT_SORT_KEYS}
     exec(compile(source, f"<simworld record encoder {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
     encode: Callable[[Any], tuple[bytes, bytes] | None] = scope["encode"]
     return encode
+
+
+#: The classes whose values :func:`_dump` writes as a date (``isoformat``) and as an instant (:func:`format_instant`):
+#: ``date`` and ``datetime``, and the subclasses met so far (freezegun's, for the records made while a TimeGuard runs).
+_DAYS: set[type[Any]] = {_REAL_DATE_TYPES[0]}
+_INSTANTS: set[type[Any]] = {_REAL_DATE_TYPES[1]}
+
+
+def _is_day(value: Any) -> bool:
+    """Whether :func:`_dump` writes ``value`` as a date; its class is remembered in ``_DAYS`` if so."""
+    real_date, real_datetime = _REAL_DATE_TYPES
+    if isinstance(value, real_date) and not isinstance(value, real_datetime):
+        _DAYS.add(type(value))
+        return True
+    return False
+
+
+def _is_instant(value: Any) -> bool:
+    """Whether :func:`_dump` writes ``value`` as an instant; its class is remembered in ``_INSTANTS`` if so."""
+    if isinstance(value, _REAL_DATE_TYPES[1]):
+        _INSTANTS.add(type(value))
+        return True
+    return False
 
 
 #: Each date's ISO text, as :func:`_iso` made it: a world's dates repeat (due dates, draft dates, terms), and
@@ -474,11 +502,6 @@ def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:
 def to_json(record: Any) -> dict[str, Any]:
     """Return the record as plain JSON values (money as strings, dates as ISO): a fresh dict, the caller's own."""
     return orjson.loads(json_bytes(record))
-
-
-# The real classes, held in a tuple: freezegun swaps a module's ``date`` and ``datetime`` attributes for
-# its fakes while it runs (so ``kind is date`` would fail under a TimeGuard), but never looks inside containers.
-_REAL_DATE_TYPES = (date, datetime)
 
 
 def _kind(kind: Any) -> str:
