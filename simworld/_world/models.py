@@ -44,6 +44,7 @@ __all__ = [
     "json_fragment",
     "json_list",
     "json_with",
+    "json_with_bytes",
     "memo",
     "record_from_json",
     "to_json",
@@ -481,10 +482,15 @@ def json_list(records: Iterable[Any]) -> orjson.Fragment:
 
 
 def json_with(record: Any, extra: dict[str, Any]) -> orjson.Fragment:
+    """:func:`json_with_bytes` as a piece of a larger result (see :func:`json_fragment`)."""
+    return orjson.Fragment(json_with_bytes(record, extra))
+
+
+def json_with_bytes(record: Any, extra: dict[str, Any]) -> bytes:
     """The record's JSON object with the keys of ``extra`` after its own fields: the bytes of
     ``{**to_json(record), **extra}`` (``extra`` non-empty, its keys none of the record's), made without
     parsing the record's JSON."""
-    return orjson.Fragment(json_bytes(record)[:-1] + b"," + orjson.dumps(extra)[1:])
+    return json_bytes(record)[:-1] + b"," + orjson.dumps(extra)[1:]
 
 
 def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:

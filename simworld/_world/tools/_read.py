@@ -9,7 +9,7 @@ import attrs
 import orjson
 
 from simworld._world.dates import next_due_date, parse_date, schedule_dates
-from simworld._world.models import LOCKED, UNPAID, Plan, Policy, json_list, json_with
+from simworld._world.models import LOCKED, UNPAID, Plan, Policy, json_list, json_with, json_with_bytes, memo
 from simworld._world.money import MAX_MAJOR_DIGITS, Money, allocate, max_minor
 from simworld._world.premium import cash_received, earned_premium, pro_rata_delta, term_days, term_premium
 from simworld._world.tools._registry import Amount, IsoDate, Kind, tool
@@ -33,7 +33,11 @@ def unpaid(plan: Plan) -> list[Any]:
 
 
 def unpaid_balance(plan: Plan) -> Money:
-    """The sum of the plan's unpaid instalments."""
+    """The sum of the plan's unpaid instalments (kept on the plan: it is immutable)."""
+    return memo(plan, "_unpaid_balance", _unpaid_balance)
+
+
+def _unpaid_balance(plan: Plan) -> Money:
     return sum((i.amount for i in unpaid(plan)), Money.zero(plan.currency))
 
 
@@ -42,9 +46,14 @@ def plan_view(plan: Plan) -> orjson.Fragment:
 
     The plan's cached JSON with one key added, as the piece of JSON the world records: a plan
     is the largest thing a tool returns, and parsing it here only to write it again would double
-    what reading it costs.
+    what reading it costs. Kept on the plan (it is immutable), for the next call that shows it:
+    the agent's get_plan and each solution's show the same plan of a seed's world.
     """
-    return json_with(plan, {"unpaid_balance": str(unpaid_balance(plan))})
+    return orjson.Fragment(memo(plan, "_view_json", _plan_view_json))
+
+
+def _plan_view_json(plan: Plan) -> bytes:
+    return json_with_bytes(plan, {"unpaid_balance": str(unpaid_balance(plan))})
 
 
 def received(world: World, policy: Policy) -> Money:
