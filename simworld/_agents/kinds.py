@@ -57,6 +57,27 @@ class RandomAgent:
         self._request: tuple[str, list[str]] | None = None  # a request and the ids in it
 
     def _value(self, schema: Mapping[str, Any]) -> Any:
+        """A random value for ``schema``, drawn by its drawer (see :func:`_drawer`)."""
+        return _drawer(schema)(self)
+
+    def act(self, observation: Observation) -> dict[str, Any] | None:
+        """Stop at once."""
+        return None
+
+
+_ID = re.compile(r"\b(?:cus|pol|pln|fee|pay)[_-][A-Za-z0-9_-]+\b")
+
+
+class RandomAgent:
+    """Seeded random tool calls with plausible arguments; ends with a random terminal tool."""
+
+    def __init__(self, seed: int, scenario_id: str, calls: int = 8) -> None:
+        self.rng = random.Random(f"random-agent/{scenario_id}/{seed}")
+        self.calls = calls
+        self.ids: list[str] = []
+        self._request: tuple[str, list[str]] | None = None  # a request and the ids in it
+
+    def _value(self, schema: Mapping[str, Any]) -> Any:
         rng = self.rng
         kind = schema.get("type")
         if "enum" in schema:
@@ -83,7 +104,7 @@ class RandomAgent:
             terminal = [t for t in tools if t["name"] in ("finish", "escalate", "request_information", "decline")]
             tools = terminal or tools
         choice = self.rng.choice(tools)
-        return {"tool": choice["name"], "args": self._value(choice["parameters"])}
+        return {"tool": choice["name"], "args": _drawer(choice["parameters"])(self)}
 
 
     def _ids_in(self, request: str, result: Any) -> list[str]:
@@ -95,6 +116,68 @@ class RandomAgent:
         if self._request is None or self._request[0] is not request:
             self._request = (request, _ID.findall(request))
         return self._request[1] + _ID.findall(repr(result))
+
+
+Drawer = Callable[[RandomAgent], Any]
+
+#: Each schema's drawer, by the schema's identity (the schema is kept with it, so an id is never reused).
+_DRAWERS: dict[int, tuple[Mapping[str, Any], Drawer]] = {}
+
+
+def _drawer(schema: Mapping[str, Any]) -> Drawer:
+    """The function that draws a random value for ``schema`` from an agent's generator, worked out once per schema
+    (an agent's observations share their schemas): what is drawn, and in which order, depends on the schema alone.
+
+    - an enum: one of its values;
+    - an integer: 0 to 32; a boolean: a fair coin;
+    - an array: 0 to 4 items, the count drawn first; an object: each property in order;
+    - a date: a day of 2020-2030 (not always a real one); an amount: one to three decimals, maybe negative;
+    - any other string: an id seen so far (four times in five when there is one), else "", "x" or "cus_001".
+    """
+    held = _DRAWERS.get(id(schema))
+    if held is not None and held[0] is schema:
+        return held[1]
+    drawer = _make_drawer(schema)
+    if len(_DRAWERS) < 4096:
+        _DRAWERS[id(schema)] = (schema, drawer)
+    return drawer
+
+
+def _make_drawer(schema: Mapping[str, Any]) -> Drawer:
+    kind = schema.get("type")
+    if "enum" in schema:
+        values = schema["enum"]
+        return lambda agent: agent.rng.choice(values)
+    if kind == "integer":
+        return lambda agent: agent.rng.randint(0, 32)
+    if kind == "boolean":
+        return lambda agent: agent.rng.random() < 0.5
+    if kind == "array":
+        item = _drawer(schema["items"])
+        return lambda agent: [item(agent) for _ in range(agent.rng.randint(0, 4))]
+    if kind == "object":
+        fields = [(name, _drawer(sub)) for name, sub in schema["properties"].items()]
+        return lambda agent: {name: draw(agent) for name, draw in fields}
+    if schema.get("format") == "date":
+        return _draw_date
+    if "pattern" in schema:
+        return _draw_amount
+    return _draw_text
+
+
+def _draw_date(agent: RandomAgent) -> str:
+    rng = agent.rng
+    return f"20{rng.randint(20, 30)}-{rng.randint(1, 12):02d}-{rng.randint(1, 31):02d}"
+
+
+def _draw_amount(agent: RandomAgent) -> str:
+    rng = agent.rng
+    return f"{rng.randint(-5, 2000)}.{rng.randint(0, 999):0{rng.randint(1, 3)}d}"
+
+
+def _draw_text(agent: RandomAgent) -> str:
+    rng, ids = agent.rng, agent.ids
+    return rng.choice(ids) if ids and rng.random() < 0.8 else rng.choice(["", "x", "cus_001"])
 
 
 class _CallableAgent:
