@@ -22,7 +22,7 @@ import importlib
 import random
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,51 +61,14 @@ class RandomAgent:
         return _drawer(schema)(self)
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
-        """Stop at once."""
-        return None
-
-
-_ID = re.compile(r"\b(?:cus|pol|pln|fee|pay)[_-][A-Za-z0-9_-]+\b")
-
-
-class RandomAgent:
-    """Seeded random tool calls with plausible arguments; ends with a random terminal tool."""
-
-    def __init__(self, seed: int, scenario_id: str, calls: int = 8) -> None:
-        self.rng = random.Random(f"random-agent/{scenario_id}/{seed}")
-        self.calls = calls
-        self.ids: list[str] = []
-        self._request: tuple[str, list[str]] | None = None  # a request and the ids in it
-
-    def _value(self, schema: Mapping[str, Any]) -> Any:
-        rng = self.rng
-        kind = schema.get("type")
-        if "enum" in schema:
-            return rng.choice(schema["enum"])
-        if kind == "integer":
-            return rng.randint(0, 32)
-        if kind == "boolean":
-            return rng.random() < 0.5
-        if kind == "array":
-            return [self._value(schema["items"]) for _ in range(rng.randint(0, 4))]
-        if kind == "object":
-            return {k: self._value(v) for k, v in schema["properties"].items()}
-        if schema.get("format") == "date":
-            return f"20{rng.randint(20, 30)}-{rng.randint(1, 12):02d}-{rng.randint(1, 31):02d}"
-        if "pattern" in schema:
-            return f"{rng.randint(-5, 2000)}.{rng.randint(0, 999):0{rng.randint(1, 3)}d}"
-        return rng.choice(self.ids) if self.ids and rng.random() < 0.8 else rng.choice(["", "x", "cus_001"])
-
-    def act(self, observation: Observation) -> dict[str, Any] | None:
         """A random call; ids found in earlier results are reused."""
         self.ids.extend(self._ids_in(observation.request, observation.last_result))
-        tools = observation.shared_tools  # only read, so the episode's own copy is never made
+        tools: Sequence[Mapping[str, Any]] = observation.shared_tools  # only read: no episode's copy is made
         if observation.step >= self.calls:
             terminal = [t for t in tools if t["name"] in ("finish", "escalate", "request_information", "decline")]
             tools = terminal or tools
         choice = self.rng.choice(tools)
         return {"tool": choice["name"], "args": _drawer(choice["parameters"])(self)}
-
 
     def _ids_in(self, request: str, result: Any) -> list[str]:
         """The ids in the request followed by the ids in ``repr(result)``, as one search of the two joined finds

@@ -375,10 +375,11 @@ def _encoder(cls: type[Any]) -> Callable[[Any], tuple[bytes, bytes] | None]:
     else:
         made = f"plain = {{{', '.join(plain)}}}\n    return _dumps(plain), _dumps(plain, option=_SORT)"
     source = f"def encode(r):\n    {body}\n    if not ({test}):\n        return None\n    {made}\n"
-    scope = {"_Money": Money, "_DAYS": _DAYS, "_is_day": _is_day, "_INSTANTS": _INSTANTS, "_is_instant": _is_instant,
-             "_iso_of": _ISO_DATES.get, "_iso": _iso, "_fm": format_minor,
-             "_fi": format_instant, "_AS_IS": _AS_IS, "_records_json": _records_json, "_dump": _dump,
-             "_dumps": orjson.dumps, "_SORT": orjson.OPT_SORT_KEYS}
+    scope: dict[str, Any] = {
+        "_Money": Money, "_DAYS": _DAYS, "_is_day": _is_day, "_INSTANTS": _INSTANTS, "_is_instant": _is_instant,
+        "_iso_of": _ISO_DATES.get, "_iso": _iso, "_fm": format_minor, "_fi": format_instant, "_AS_IS": _AS_IS,
+        "_records_json": _records_json, "_dump": _dump, "_dumps": orjson.dumps, "_SORT": orjson.OPT_SORT_KEYS,
+    }
     exec(compile(source, f"<simworld record encoder {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
     encode: Callable[[Any], tuple[bytes, bytes] | None] = scope["encode"]
     return encode

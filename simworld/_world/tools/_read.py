@@ -38,7 +38,7 @@ def unpaid_balance(plan: Plan) -> Money:
 
 
 def _unpaid_balance(plan: Plan) -> Money:
-    return sum((i.amount for i in unpaid(plan)), Money.zero(plan.currency))
+    return Money.total((i.amount for i in unpaid(plan)), plan.currency)
 
 
 def plan_view(plan: Plan) -> orjson.Fragment:
