@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from simworld._agents.kinds import build_agent_factory
 from simworld._episode.environment import Environment
@@ -43,6 +46,48 @@ class TestBuiltIns:
         assert a.events_hash == b.events_hash
         assert a.events_hash != c.events_hash
         assert len(a.events) >= 2
+
+
+class TestRandomAgentReading:
+    """What the random agent reads of an observation, read the cheap way, is what it always read."""
+
+    @settings(max_examples=200, deadline=None)
+    @example("about pol_", None)  # the first step: "None" joins the request's last word, as it always did
+    @example("about cus_01", None)
+    @example("about cus_01", {"plan_id": "pln_001"})
+    @given(st.text(alphabet="cuspolnfeay_-01{}'\" \né", max_size=40),
+           st.one_of(st.none(), st.text(alphabet="cuspolnfeay_-01{}'\" \n\x7fé", max_size=30),
+                     st.dictionaries(st.text(alphabet="cuspoln_-01", max_size=6),
+                                     st.text(alphabet="cuspolnfeay_-01{}'\" \n\x7fé", max_size=20), max_size=3),
+                     st.lists(st.text(alphabet="cuspoln_-01", max_size=8), max_size=3)))
+    def test_ids_found_as_in_the_request_and_result_joined(self, request_text: str, result: object) -> None:
+        """The ids found are those one search of the request followed by the result's repr finds, in order."""
+        from simworld._agents.kinds import _ID, RandomAgent
+
+        agent = RandomAgent(0, SID)
+        for _ in range(2):  # the request's ids are kept after the first step: the second reads them again
+            assert agent._ids_in(request_text, result) == _ID.findall(request_text + repr(result))
+
+    def test_shared_schemas_are_the_tools_read_only(self, scenario) -> None:
+        """shared_tools holds what tools holds, read-only and shared by episodes; tools stays each episode's own."""
+        first, second = Environment(scenario, 0).reset(), Environment(scenario, 1).reset()
+        shared = first.shared_tools
+        assert shared is second.shared_tools
+        assert [orjson.loads(orjson.dumps(dict(_thawed(t)))) for t in shared] == list(first.tools)
+        with pytest.raises(TypeError):
+            shared[0]["name"] = "x"  # type: ignore[index]
+        assert first.tools is not second.tools and first.tools[0] is not shared[0]
+
+
+def _thawed(value: object) -> object:
+    """A frozen schema as plain dicts and lists."""
+    from collections.abc import Mapping
+
+    if isinstance(value, Mapping):
+        return {k: _thawed(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thawed(v) for v in value]
+    return value
 
 
 class TestUserAgents:

@@ -499,6 +499,21 @@ class TestRoundTrip:
         assert money.to_decimal() * 10 ** EXPONENTS[currency] == minor
 
 
+class TestTotal:
+    @given(st.lists(st.integers(-(10**17), 10**17), max_size=20), st.sampled_from(["USD", "JPY", "KWD"]))
+    def test_is_the_sum(self, minors: list[int], currency: str) -> None:
+        """Money.total is sum() of the amounts from zero, for any amounts of one currency."""
+        amounts = [Money(m, currency) for m in minors]
+        assert Money.total(iter(amounts), currency) == sum(amounts, Money.zero(currency))
+
+    def test_another_currency_fails_as_sum_does(self) -> None:
+        """An amount of another currency is refused by name, as adding it would be."""
+        with pytest.raises(MoneyError, match="Cannot combine USD with EUR"):
+            Money.total([Money(1, "USD"), Money(2, "EUR")], "USD")
+        with pytest.raises(MoneyError, match="Unknown currency"):
+            Money.total([], "XXX")
+
+
 class TestMoneyValue:
     """Money is a frozen, validated value."""
 

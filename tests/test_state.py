@@ -177,6 +177,66 @@ class TestRecordJson:
         assert json_bytes(plan) == orjson.dumps(listed, default=str)
 
 
+class TestCompiledEncoders:
+    """Each record class's compiled encoder gives the generic per-field encoder's bytes, or leaves the record to it."""
+
+    @staticmethod
+    def _both(record: object) -> tuple[object, tuple[bytes, bytes]]:
+        from simworld._world.models import _encoded_generic, _encoder
+
+        return _encoder(type(record))(record), _encoded_generic(record)
+
+    def test_every_record_of_the_snapshot(self) -> None:
+        """Every record (and instalment) of the small snapshot is encoded by its class's encoder, as generically."""
+        from simworld._world.models import TABLES
+
+        state, seen = _snap().state(), 0
+        for table in TABLES:
+            for record in state.records(table):
+                for r in (record, *getattr(record, "instalments", ())):
+                    compiled, generic = self._both(r)
+                    assert compiled == generic, r
+                    seen += 1
+        assert seen > 100
+
+    def test_optional_fields_set_and_unset(self) -> None:
+        """A cancelled policy (a date and an amount in its optional fields) and an active one encode alike."""
+        from datetime import date
+
+        policy = _snap().state().get("policies", "pol_001")
+        cancelled = attrs.evolve(policy, status="cancelled", cancelled_on=date(2026, 4, 20),
+                                 refund=Money(5205, policy.currency))
+        for p in (policy, cancelled):
+            compiled, generic = self._both(p)
+            assert compiled == generic
+        assert b'"refund":"52.05"' in self._both(cancelled)[1][0]
+
+    def test_freezeguns_dates_are_dates(self) -> None:
+        """Records made while a TimeGuard runs hold freezegun's date class: encoded as dates, by the encoder."""
+        from freezegun.api import FakeDate
+
+        plan = _snap().state().get("plans", "pln_001")
+        faked = attrs.evolve(plan, instalments=tuple(
+            attrs.evolve(i, due_date=FakeDate.fromordinal(i.due_date.toordinal()),
+                         draft_date=FakeDate.fromordinal(i.draft_date.toordinal())) for i in plan.instalments))
+        compiled, generic = self._both(faked.instalments[0])
+        assert compiled is not None and compiled == generic
+        compiled, generic = self._both(faked)
+        assert compiled == generic
+
+    def test_a_value_of_another_type_goes_to_the_generic_encoder(self) -> None:
+        """A datetime where a date is declared is not the encoder's: it returns None and _encoded writes an instant."""
+        from datetime import datetime
+
+        from simworld._world.models import json_bytes
+
+        inst = _snap().state().get("plans", "pln_001").instalments[0]
+        odd = attrs.evolve(inst, due_date=datetime(2026, 1, 1, 9, 30, tzinfo=UTC))
+        compiled, generic = self._both(odd)
+        assert compiled is None
+        assert json_bytes(odd) == generic[0] and b'"due_date":"2026-01-01T09:30:00.000Z"' in generic[0]
+
+
 class TestSnapshotRoundTrip:
     def test_dump_is_canonical(self) -> None:
         """Loading small.json and dumping it again gives the same bytes."""

@@ -1230,3 +1230,85 @@ class TestSchemas:
         assert TOOLS["defer_instalment"].schema()["parameters"]["properties"]["mode"]["enum"] == ["end", "spread"]
         assert TOOLS["quote_split"].schema()["parameters"]["properties"]["remainder"]["enum"] == ["first", "last"]
         assert TOOLS["apply_payment"].schema()["parameters"]["properties"]["apply_to"]["enum"] == ["oldest", "last"]
+
+
+class TestResultsAsRecordedJson:
+    """Tools return records as their cached JSON; what the event records is what the records read as."""
+
+    @pytest.mark.parametrize(("tool", "args", "table", "rid", "extra"), [
+        ("get_plan", {"plan_id": "pln_001"}, "plans", "pln_001", "unpaid_balance"),
+        ("get_customer", {"customer_id": "cus_001"}, "customers", "cus_001", "policy_ids"),
+        ("get_policy", {"policy_id": "pol_001"}, "policies", "pol_001", "plan_ids"),
+    ])
+    def test_a_record_with_its_extra_key_last(self, world: World, tool: str, args: dict[str, Any], table: str,
+                                               rid: str, extra: str) -> None:
+        """The result is the record's JSON, in field order, with the tool's one extra key after it."""
+        from simworld._world.models import to_json
+
+        result = ok(world, tool, args).result
+        record = to_json(world.state.get(table, rid))
+        assert list(result) == [*record, extra]
+        assert {k: v for k, v in result.items() if k != extra} == record
+
+    def test_lists_are_the_records_in_order(self, world: World) -> None:
+        """list_fees and list_payments give each record's JSON, in the order the state lists them."""
+        from simworld._world.models import to_json
+
+        fees = ok(world, "list_fees", VALID_CALLS["list_fees"]).result["fees"]
+        assert fees and fees == [to_json(f) for f in world.state.children("fees", "plan_id", "pln_006")]
+        payments = ok(world, "list_payments", VALID_CALLS["list_payments"]).result
+        assert payments["payments"] == [to_json(p) for p in world.state.children("payments", "plan_id", "pln_001")]
+
+    def test_the_same_plan_shows_the_same_view(self, world: World) -> None:
+        """A plan's view is kept on it: a second get_plan reads the same, and a change shows the new plan."""
+        first = ok(world, "get_plan", {"plan_id": "pln_001"}).result
+        assert ok(world, "get_plan", {"plan_id": "pln_001"}).result == first
+        changed = ok(world, "change_due_day", {"plan_id": "pln_001", "day": 15}).result
+        assert changed != first and changed["anchor_day"] == 15
+        assert ok(world, "get_plan", {"plan_id": "pln_001"}).result == changed
+
+    @pytest.mark.parametrize("args", [
+        {"query": "maria"},
+        {"query": "zoë ☃", "extra": [1.5, -0.0, 2**63 + 1, 1e300, None, True, {"k": [[]]}]},
+    ])
+    def test_plain_args_are_recorded_as_their_json_reads_back(self, make_world: Any, args: dict[str, Any]) -> None:
+        """Args passed as plain JSON values are recorded equal, and as the same JSON, as after a round trip."""
+        import orjson
+
+        plain, round_trip = make_world().call("find_customer", args, plain=True), make_world().call("find_customer",
+                                                                                                  args)
+        assert plain.args == round_trip.args and orjson.dumps(plain.args) == orjson.dumps(round_trip.args)
+        assert (plain.status, plain.result) == (round_trip.status, round_trip.result)
+
+
+class TestArgumentCheckers:
+    """Each tool's argument checkers are made once; what they refuse, and how they say it, is the signature's."""
+
+    @pytest.mark.parametrize(("tool", "args", "message"), [
+        ("set_schedule", {"plan_id": "pln_001", "instalments": "x"},
+         "set_schedule: instalments: expected a list but got 'x'."),
+        ("set_schedule", {"plan_id": "pln_001", "instalments": [{"due_date": "2026-05-01"}]},
+         "set_schedule: instalments[0]: missing key(s) ['amount']."),
+        ("set_schedule", {"plan_id": "pln_001", "instalments": [{"due_date": 5, "amount": "1"}]},
+         "set_schedule: instalments[0].due_date: expected a string but got 5 (type=int)."),
+        ("set_schedule", {"plan_id": "pln_001", "instalments": [{"due_date": "2026-05-01", "amount": [1]}]},
+         "set_schedule: instalments[0].amount: expected a decimal amount such as '12.34' but got [1]."),
+        ("set_schedule", {"plan_id": "pln_001", "instalments": [{"due_date": "d", "amount": "1", "x": 1}]},
+         "set_schedule: instalments[0]: unknown key(s) ['x']; allowed: ['amount', 'due_date']."),
+        ("defer_instalment", {"plan_id": "pln_001", "seq": True, "mode": "end"},
+         "defer_instalment: seq: expected an integer but got True (type=bool)."),
+        ("defer_instalment", {"plan_id": "pln_001", "seq": 5, "mode": "middle"},
+         "defer_instalment: mode: expected one of ['end', 'spread'] but got 'middle'."),
+        ("get_plan", {}, "get_plan: missing required argument 'plan_id'."),
+        ("get_plan", {"plan_id": "pln_001", "b": 1, "a": 2},
+         "get_plan: unknown argument(s) ['a', 'b']; allowed: ['plan_id']."),
+        ("get_plan", ["pln_001"], "get_plan: expected args as a JSON object but got ['pln_001']."),
+    ])
+    def test_refusals_name_the_argument(self, world: World, tool: str, args: Any, message: str) -> None:
+        """A bad argument is an error result naming where it is and what was expected."""
+        assert refused(world, tool, args, "error").result["error"] == message
+
+    def test_defaults_fill_what_is_not_given(self) -> None:
+        """A parameter with a default gets it when the call leaves it out."""
+        assert TOOLS["quote_split"].bind({"plan_id": "p", "count": 3}) == {"plan_id": "p", "count": 3,
+                                                                           "remainder": "last"}

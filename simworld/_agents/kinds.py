@@ -22,7 +22,7 @@ import importlib
 import random
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,35 +54,93 @@ class RandomAgent:
         self.rng = random.Random(f"random-agent/{scenario_id}/{seed}")
         self.calls = calls
         self.ids: list[str] = []
+        self._request: tuple[str, list[str]] | None = None  # a request and the ids in it
 
-    def _value(self, schema: dict[str, Any]) -> Any:
-        rng = self.rng
-        kind = schema.get("type")
-        if "enum" in schema:
-            return rng.choice(schema["enum"])
-        if kind == "integer":
-            return rng.randint(0, 32)
-        if kind == "boolean":
-            return rng.random() < 0.5
-        if kind == "array":
-            return [self._value(schema["items"]) for _ in range(rng.randint(0, 4))]
-        if kind == "object":
-            return {k: self._value(v) for k, v in schema["properties"].items()}
-        if schema.get("format") == "date":
-            return f"20{rng.randint(20, 30)}-{rng.randint(1, 12):02d}-{rng.randint(1, 31):02d}"
-        if "pattern" in schema:
-            return f"{rng.randint(-5, 2000)}.{rng.randint(0, 999):0{rng.randint(1, 3)}d}"
-        return rng.choice(self.ids) if self.ids and rng.random() < 0.8 else rng.choice(["", "x", "cus_001"])
+    def _value(self, schema: Mapping[str, Any]) -> Any:
+        """A random value for ``schema``, drawn by its drawer (see :func:`_drawer`)."""
+        return _drawer(schema)(self)
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
         """A random call; ids found in earlier results are reused."""
-        self.ids.extend(_ID.findall(observation.request + repr(observation.last_result)))
-        tools = list(observation.tools)
+        self.ids.extend(self._ids_in(observation.request, observation.last_result))
+        tools: Sequence[Mapping[str, Any]] = observation.shared_tools  # only read: no episode's copy is made
         if observation.step >= self.calls:
             terminal = [t for t in tools if t["name"] in ("finish", "escalate", "request_information", "decline")]
             tools = terminal or tools
         choice = self.rng.choice(tools)
-        return {"tool": choice["name"], "args": self._value(choice["parameters"])}
+        return {"tool": choice["name"], "args": _drawer(choice["parameters"])(self)}
+
+    def _ids_in(self, request: str, result: Any) -> list[str]:
+        """The ids in the request followed by the ids in ``repr(result)``, as one search of the two joined finds
+        them. A dict's text starts with a brace, which no id holds or touches, so the two are searched apart
+        and the request's ids are found once per request (any other result is searched with the request)."""
+        if type(result) is not dict:
+            return _ID.findall(request + repr(result))
+        if self._request is None or self._request[0] is not request:
+            self._request = (request, _ID.findall(request))
+        return self._request[1] + _ID.findall(repr(result))
+
+
+Drawer = Callable[[RandomAgent], Any]
+
+#: Each schema's drawer, by the schema's identity (the schema is kept with it, so an id is never reused).
+_DRAWERS: dict[int, tuple[Mapping[str, Any], Drawer]] = {}
+
+
+def _drawer(schema: Mapping[str, Any]) -> Drawer:
+    """The function that draws a random value for ``schema`` from an agent's generator, worked out once per schema
+    (an agent's observations share their schemas): what is drawn, and in which order, depends on the schema alone.
+
+    - an enum: one of its values;
+    - an integer: 0 to 32; a boolean: a fair coin;
+    - an array: 0 to 4 items, the count drawn first; an object: each property in order;
+    - a date: a day of 2020-2030 (not always a real one); an amount: one to three decimals, maybe negative;
+    - any other string: an id seen so far (four times in five when there is one), else "", "x" or "cus_001".
+    """
+    held = _DRAWERS.get(id(schema))
+    if held is not None and held[0] is schema:
+        return held[1]
+    drawer = _make_drawer(schema)
+    if len(_DRAWERS) < 4096:
+        _DRAWERS[id(schema)] = (schema, drawer)
+    return drawer
+
+
+def _make_drawer(schema: Mapping[str, Any]) -> Drawer:
+    kind = schema.get("type")
+    if "enum" in schema:
+        values = schema["enum"]
+        return lambda agent: agent.rng.choice(values)
+    if kind == "integer":
+        return lambda agent: agent.rng.randint(0, 32)
+    if kind == "boolean":
+        return lambda agent: agent.rng.random() < 0.5
+    if kind == "array":
+        item = _drawer(schema["items"])
+        return lambda agent: [item(agent) for _ in range(agent.rng.randint(0, 4))]
+    if kind == "object":
+        fields = [(name, _drawer(sub)) for name, sub in schema["properties"].items()]
+        return lambda agent: {name: draw(agent) for name, draw in fields}
+    if schema.get("format") == "date":
+        return _draw_date
+    if "pattern" in schema:
+        return _draw_amount
+    return _draw_text
+
+
+def _draw_date(agent: RandomAgent) -> str:
+    rng = agent.rng
+    return f"20{rng.randint(20, 30)}-{rng.randint(1, 12):02d}-{rng.randint(1, 31):02d}"
+
+
+def _draw_amount(agent: RandomAgent) -> str:
+    rng = agent.rng
+    return f"{rng.randint(-5, 2000)}.{rng.randint(0, 999):0{rng.randint(1, 3)}d}"
+
+
+def _draw_text(agent: RandomAgent) -> str:
+    rng, ids = agent.rng, agent.ids
+    return rng.choice(ids) if ids and rng.random() < 0.8 else rng.choice(["", "x", "cus_001"])
 
 
 class _CallableAgent:

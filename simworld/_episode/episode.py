@@ -61,6 +61,16 @@ class Observation:
         """The tool schemas: plain JSON values, the episode's own copy, which an agent may serialise or mutate."""
         return _read_tools(self._tools)
 
+    @property
+    def shared_tools(self) -> tuple[Mapping[str, Any], ...]:
+        """The tool schemas, read-only and shared by every episode with the same tools (see :func:`shared_schemas`).
+
+        For agents that only read them, as the built-in random agent does: no episode's copy is made
+        for them (:attr:`tools` gives the episode's own copy, which an agent may change).
+        """
+        tools = self._tools
+        return tools.shared() if isinstance(tools, ToolSchemas) else tools
+
     def to_json(self) -> dict[str, Any]:
         """The observation as JSON values (for subprocess agents and logs)."""
         return {"request": self.request, "policy": self.policy, "tools": list(self.tools),
@@ -148,6 +158,21 @@ def _schema_bytes(names: tuple[str, ...]) -> bytes:
     return orjson.dumps([TOOLS[n].schema() for n in names])
 
 
+@functools.lru_cache(maxsize=64)
+def shared_schemas(names: tuple[str, ...]) -> tuple[Mapping[str, Any], ...]:
+    """The JSON schemas of the named tools, parsed once per tool list and frozen (objects as read-only mappings,
+    arrays as tuples), so that every episode can share them."""
+    return tuple(_frozen(schema) for schema in orjson.loads(_schema_bytes(names)))
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, dict):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
 class ToolSchemas:
     """An episode's copy of its tool schemas, made when first read.
 
@@ -168,6 +193,10 @@ class ToolSchemas:
         if self._copy is None:
             self._copy = tuple(orjson.loads(_schema_bytes(self._names)))
         return self._copy
+
+    def shared(self) -> tuple[Mapping[str, Any], ...]:
+        """The schemas shared by every episode with these tools, read-only (see :func:`shared_schemas`)."""
+        return shared_schemas(self._names)
 
 
 def _read_tools(tools: tuple[dict[str, Any], ...] | ToolSchemas) -> tuple[dict[str, Any], ...]:
@@ -285,7 +314,7 @@ class Stepper:
             recovery = self.scenario.recovery
             if recovery is not None and self._crash is None and self._calls == recovery.crash_at_call:
                 return self._die(action, recovery.after_side_effect), False
-            event = w.call(action["tool"], action.get("args", {}))
+            event = w.call(action["tool"], action.get("args", {}), plain=True)
         else:
             event = w.invalid(action)
         return self._observe(event), self._check_end()
@@ -310,7 +339,7 @@ class Stepper:
         position = len(w.events)
         if after_side_effect:
             # The durable world keeps the effect (and graders see the call); the session log never recorded it.
-            lost = w.call(action["tool"], action.get("args", {}))
+            lost = w.call(action["tool"], action.get("args", {}), plain=True)
             if w.outcome is not None:  # a terminal call that landed still ends the episode
                 self._stop = "terminal"
         self._crash = Crash(self._calls, after_side_effect, position, lost)

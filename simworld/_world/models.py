@@ -9,9 +9,9 @@ plan's).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar, get_args, get_origin
 
 import attrs
 import orjson
@@ -41,6 +41,10 @@ __all__ = [
     "Record",
     "canonical_json",
     "json_bytes",
+    "json_fragment",
+    "json_list",
+    "json_with",
+    "json_with_bytes",
     "memo",
     "record_from_json",
     "to_json",
@@ -238,11 +242,15 @@ for _cls in (*MODELS.values(), Instalment):
     attrs.resolve_types(_cls)
 
 
+# The real classes, held in a tuple: freezegun swaps a module's ``date`` and ``datetime`` attributes for
+# its fakes while it runs (so ``kind is date`` would fail under a TimeGuard), but never looks inside containers.
+_REAL_DATE_TYPES = (date, datetime)
+
 #: Types whose values are their own JSON, and the record classes (by exact type: what :func:`_dump` checks first).
 _AS_IS = frozenset({str, int, bool, type(None)})
 _RECORDS = frozenset({*MODELS.values(), Instalment})
 
-#: Each record class's field names, in declaration order (``_instalment_values`` writes Instalment's out).
+#: Each record class's field names, in declaration order.
 _NAMES: dict[type[Any], tuple[str, ...]] = {}
 
 
@@ -290,39 +298,153 @@ def _encoded(record: Any) -> tuple[bytes, bytes]:
     """The record's JSON and canonical JSON, made together once per record (nearly every record that needs
     one needs the other: a tool shows it, the state hash digests it) and kept on it."""
     cache = record.__dict__
-    try:
-        return cache["_json_bytes"], cache["_canonical_json"]
-    except KeyError:
-        pass
-    plain = _instalment_values(record) if type(record) is Instalment else None
+    plain = cache.get("_json_bytes")
     if plain is not None:
-        canonical = plain
-    else:
-        plain, canonical = {}, {}
-        for name in _names(type(record)):
-            value = getattr(record, name)
-            if type(value) in _AS_IS:  # most fields: what _dump would give, without the call
-                plain[name] = canonical[name] = value
-            else:
-                plain[name], canonical[name] = _dump(value)
-    both = orjson.dumps(plain), orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)
-    object.__setattr__(record, "_json_bytes", both[0])
-    object.__setattr__(record, "_canonical_json", both[1])
+        return plain, cache["_canonical_json"]
+    encode = _ENCODERS.get(type(record))
+    if encode is None:
+        encode = _ENCODERS[type(record)] = _encoder(type(record))
+    both = encode(record) or _encoded_generic(record)
+    # Written into the instance dict directly: the record is frozen, and these are a cache, not fields.
+    cache["_json_bytes"], cache["_canonical_json"] = both
     return both
 
 
-def _instalment_values(i: Instalment) -> dict[str, Any] | None:
-    """An instalment's JSON values, written out for the types it nearly always holds (the record most often
-    encoded: a plan has a dozen, and every change to a schedule makes new ones); None for anything else."""
-    due, amount, paid, draft = i.due_date, i.amount, i.paid_amount, i.draft_date
-    real_date = _REAL_DATE_TYPES[0]
-    if not (type(due) is real_date and type(draft) is real_date and type(amount) is Money and type(paid) is Money
-            and type(i.id) is str and type(i.seq) is int and type(i.status) is str):
+def _encoded_generic(record: Any) -> tuple[bytes, bytes]:
+    """:func:`_encoded` field by field through :func:`_dump`, for any values: what the compiled encoders
+    (:func:`_encoder`) give for the values they take."""
+    plain, canonical = {}, {}
+    for name in _names(type(record)):
+        value = getattr(record, name)
+        if type(value) in _AS_IS:  # most fields: what _dump would give, without the call
+            plain[name] = canonical[name] = value
+        else:
+            plain[name], canonical[name] = _dump(value)
+    return orjson.dumps(plain), orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)
+
+
+#: Per record class, its compiled encoder (see :func:`_encoder`).
+_ENCODERS: dict[type[Any], Callable[[Any], tuple[bytes, bytes] | None]] = {}
+
+
+def _encoder(cls: type[Any]) -> Callable[[Any], tuple[bytes, bytes] | None]:
+    """A function that encodes a record of ``cls`` as :func:`_encoded_generic` does, written out for the types its
+    fields are declared with: one dict display per kind of JSON instead of a call per field. It returns None when
+    a value is not of its declared type (the generic encoder takes that record).
+
+    Encoding records is most of what showing or hashing a freshly perturbed world costs (a plan and its dozen
+    instalments each seed), so each class gets its encoder made once, at its first record, as attrs makes its
+    ``__init__``.
+    """
+    if not attrs.has(cls):
+        return lambda record: None
+    checks, plain, canonical, before = [], [], [], []
+    nested = False
+    for n, f in enumerate(attrs.fields(cls)):
+        v, kind, optional = f"v{n}", _kind(f.type), _optional(f.type)
+        before.append(f"{v} = r.{f.name}")
+        if kind in ("money", "date", "instant"):
+            check, text = {"money": (f"type({v}) is _Money", f"_fm({v}.minor, {v}.currency)"),
+                           "date": (f"(type({v}) in _DAYS or _is_day({v}))", f"(_iso_of({v}) or _iso({v}))"),
+                           "instant": (f"(type({v}) in _INSTANTS or _is_instant({v}))", f"_fi({v})")}[kind]
+            checks.append(f"({v} is None or {check})" if optional else check)
+            value = f"(None if {v} is None else {text})" if optional else text
+            plain.append(f"{f.name!r}: {value}")
+            canonical.append(f"{f.name!r}: {value}")
+        elif kind == "instalments":
+            nested = True
+            before.append(f"j{n} = _records_json({v})")
+            checks.append(f"j{n} is not None")
+            plain.append(f"{f.name!r}: j{n}[0]")
+            canonical.append(f"{f.name!r}: j{n}[1]")
+        elif kind == "allocations":
+            nested = True
+            before.append(f"j{n} = _dump({v})")
+            plain.append(f"{f.name!r}: j{n}[0]")
+            canonical.append(f"{f.name!r}: j{n}[1]")
+        else:
+            exact = f.type if f.type in _AS_IS else str if get_origin(f.type) is Literal and all(
+                type(a) is str for a in get_args(f.type)) else None
+            checks.append(f"type({v}) is {exact.__name__}" if exact is not None else f"type({v}) in _AS_IS")
+            plain.append(f"{f.name!r}: {v}")
+            canonical.append(f"{f.name!r}: {v}")
+    body = "\n    ".join(before)
+    test = " and ".join(checks) or "True"
+    if nested:
+        made = (f"return _dumps({{{', '.join(plain)}}}), _dumps({{{', '.join(canonical)}}}, option=_SORT)")
+    else:
+        made = f"plain = {{{', '.join(plain)}}}\n    return _dumps(plain), _dumps(plain, option=_SORT)"
+    source = f"def encode(r):\n    {body}\n    if not ({test}):\n        return None\n    {made}\n"
+    scope: dict[str, Any] = {
+        "_Money": Money, "_DAYS": _DAYS, "_is_day": _is_day, "_INSTANTS": _INSTANTS, "_is_instant": _is_instant,
+        "_iso_of": _ISO_DATES.get, "_iso": _iso, "_fm": format_minor, "_fi": format_instant, "_AS_IS": _AS_IS,
+        "_records_json": _records_json, "_dump": _dump, "_dumps": orjson.dumps, "_SORT": orjson.OPT_SORT_KEYS,
+    }
+    exec(compile(source, f"<simworld record encoder {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
+    encode: Callable[[Any], tuple[bytes, bytes] | None] = scope["encode"]
+    return encode
+
+
+#: The classes whose values :func:`_dump` writes as a date (``isoformat``) and as an instant (:func:`format_instant`):
+#: ``date`` and ``datetime``, and the subclasses met so far (freezegun's, for the records made while a TimeGuard runs).
+_DAYS: set[type[Any]] = {_REAL_DATE_TYPES[0]}
+_INSTANTS: set[type[Any]] = {_REAL_DATE_TYPES[1]}
+
+
+def _is_day(value: Any) -> bool:
+    """Whether :func:`_dump` writes ``value`` as a date; its class is remembered in ``_DAYS`` if so."""
+    real_date, real_datetime = _REAL_DATE_TYPES
+    if isinstance(value, real_date) and not isinstance(value, real_datetime):
+        _DAYS.add(type(value))
+        return True
+    return False
+
+
+def _is_instant(value: Any) -> bool:
+    """Whether :func:`_dump` writes ``value`` as an instant; its class is remembered in ``_INSTANTS`` if so."""
+    if isinstance(value, _REAL_DATE_TYPES[1]):
+        _INSTANTS.add(type(value))
+        return True
+    return False
+
+
+#: Each date's ISO text, as :func:`_iso` made it: a world's dates repeat (due dates, draft dates, terms), and
+#: ``date.isoformat`` costs several times a look-up.
+_ISO_DATES: dict[Any, str] = {}
+
+
+def _iso(day: Any) -> str:
+    """``day.isoformat()``, kept for the next record with that date (a bounded number of dates)."""
+    text: str = day.isoformat()
+    if len(_ISO_DATES) < 1 << 16:
+        _ISO_DATES[day] = text
+    return text
+
+
+def _optional(kind: Any) -> bool:
+    """Whether a field declared as ``kind`` may hold None (``X | None``)."""
+    return type(None) in get_args(kind)
+
+
+def _records_json(value: Any) -> tuple[orjson.Fragment, orjson.Fragment] | None:
+    """A tuple of instalments as one JSON array of each kind (their own cached bytes joined as orjson joins them),
+    as :func:`_dump` gives it; None for anything else (an empty tuple, another record class, not a tuple)."""
+    if type(value) is not tuple or not value:
         return None
-    return {"id": i.id, "seq": i.seq, "due_date": due.isoformat(),
-            "amount": format_minor(amount.minor, amount.currency),
-            "paid_amount": format_minor(paid.minor, paid.currency),
-            "status": i.status, "draft_date": draft.isoformat()}
+    plains, canonicals = [], []
+    for record in value:
+        if type(record) is not Instalment:
+            return None
+        cache = record.__dict__
+        plain = cache.get("_json_bytes")
+        if plain is None:
+            plain, canonical = _encoded(record)
+        else:
+            canonical = cache["_canonical_json"]
+        plains.append(plain)
+        canonicals.append(canonical)
+    return (orjson.Fragment(b"[" + b",".join(plains) + b"]"),
+            orjson.Fragment(b"[" + b",".join(canonicals) + b"]"))
 
 
 def json_bytes(record: Any) -> bytes:
@@ -346,6 +468,32 @@ def canonical_json(record: Any) -> bytes:
         return _encoded(record)[1]
 
 
+def json_fragment(record: Any) -> orjson.Fragment:
+    """The record's JSON as a piece of a larger result: ``orjson.dumps`` writes its cached bytes as they are.
+
+    What a tool returns is serialised once and parsed once by the world; a record inside it
+    need not be parsed (:func:`to_json`) only to be written again.
+    """
+    return orjson.Fragment(json_bytes(record))
+
+
+def json_list(records: Iterable[Any]) -> orjson.Fragment:
+    """A JSON array of the records, in order, as one piece of a larger result (see :func:`json_fragment`)."""
+    return orjson.Fragment(b"[" + b",".join([json_bytes(r) for r in records]) + b"]")
+
+
+def json_with(record: Any, extra: dict[str, Any]) -> orjson.Fragment:
+    """:func:`json_with_bytes` as a piece of a larger result (see :func:`json_fragment`)."""
+    return orjson.Fragment(json_with_bytes(record, extra))
+
+
+def json_with_bytes(record: Any, extra: dict[str, Any]) -> bytes:
+    """The record's JSON object with the keys of ``extra`` after its own fields: the bytes of
+    ``{**to_json(record), **extra}`` (``extra`` non-empty, its keys none of the record's), made without
+    parsing the record's JSON."""
+    return json_bytes(record)[:-1] + b"," + orjson.dumps(extra)[1:]
+
+
 def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:
     """``compute(record)``, computed once per record and ``key``: records are immutable, so anything derived
     from one alone (its JSON, its digest, the figures it shows) can be kept on it."""
@@ -361,11 +509,6 @@ def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:
 def to_json(record: Any) -> dict[str, Any]:
     """Return the record as plain JSON values (money as strings, dates as ISO): a fresh dict, the caller's own."""
     return orjson.loads(json_bytes(record))
-
-
-# The real classes, held in a tuple: freezegun swaps a module's ``date`` and ``datetime`` attributes for
-# its fakes while it runs (so ``kind is date`` would fail under a TimeGuard), but never looks inside containers.
-_REAL_DATE_TYPES = (date, datetime)
 
 
 def _kind(kind: Any) -> str:

@@ -12,7 +12,7 @@ import decimal
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
@@ -228,6 +228,19 @@ class Money:
             if cls is Money:
                 _ZEROS[currency] = held
         return held
+
+    @classmethod
+    def total(cls, amounts: Iterable[Money], currency: str) -> Money:
+        """The sum of ``amounts`` in ``currency``: ``sum(amounts, Money.zero(currency))``, in one pass over their
+        minor units when every amount is a Money of ``currency`` (else that sum, which says what is wrong)."""
+        zero = cls.zero(currency)
+        listed = list(amounts)
+        minor = 0
+        for amount in listed:
+            if type(amount) is not Money or amount.currency != currency:
+                return sum(listed, zero)
+            minor += amount.minor
+        return _checked(minor, currency) if listed else zero
 
     @property
     def exponent(self) -> int:

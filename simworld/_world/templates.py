@@ -69,14 +69,30 @@ def from_reference(ref: Any, where: str, before: int | None = None) -> tuple[int
     return ref[0], ref[1]
 
 
+#: Each template met so far and the variable it is as a whole ("{plan_id}" is plan_id), or "" when it is not one:
+#: a solution's steps use the same few templates at every seed.
+_WHOLE: dict[str, str] = {}
+
+
+def _whole_name(template: str) -> str:
+    """The variable ``template`` is as a whole value (``{name}``), or ""; kept for the next time it is met."""
+    m = _VAR.match(template)
+    name = m.group(1) if m else ""
+    if type(template) is str and len(_WHOLE) < 4096:
+        _WHOLE[template] = name
+    return name
+
+
 def resolve_args(value: Any, variables: dict[str, Any], results: list[Any], where: str) -> Any:
     """Resolve templates and ``$from`` references in a step's arguments."""
     if isinstance(value, str):
         if "{" not in value:  # no placeholder (and so no whole-value {var} either)
             return value
-        m = _VAR.match(value)
-        if m and m.group(1) in variables:
-            return variables[m.group(1)]
+        name = _WHOLE.get(value) if type(value) is str else None
+        if name is None:
+            name = _whole_name(value)
+        if name and name in variables:
+            return variables[name]
         return render(value, variables, where)
     if isinstance(value, list):
         return [resolve_args(v, variables, results, where) for v in value]

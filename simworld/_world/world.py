@@ -147,15 +147,24 @@ class World:
         self.seq += 1
         return event
 
-    def call(self, name: Any, args: Any) -> Event:
-        """Run one tool call and record it; never raises for the agent's mistakes."""
+    def call(self, name: Any, args: Any, *, plain: bool = False) -> Event:
+        """Run one tool call and record it; never raises for the agent's mistakes.
+
+        ``plain=True`` says ``args`` is already plain JSON values (an action's copy from
+        :func:`~simworld._world.actions.plain_action`, which nothing else holds): exactly what
+        reading back its JSON would give, so it is recorded as it is instead of through a round trip.
+
+        A tool's result may hold (or be) ``orjson.Fragment`` pieces, JSON already written (a
+        record's cached bytes): the result is serialised once, fragments as they are, and the
+        event records what that JSON reads back as.
+        """
         seq = self.seq
         at = self.clock.iso()
         if not isinstance(name, str):
             # Environment.step sends only string names here; a direct caller may send anything.
             name = f"<a value of type {type_name(name)}>"
         tool = self.tools.get(name)
-        args_json, args_bytes, problem = _jsonable_bytes(args, "args")
+        args_json, args_bytes, problem = _plain_bytes(args) if plain else _jsonable_bytes(args, "args")
         if problem is not None:
             return self.refuse(problem)
         if tool is None:
@@ -177,8 +186,7 @@ class World:
                 self.clock.advance(tool.latency)
             else:
                 try:
-                    kwargs = tool.bind(args_json)
-                    result = tool.fn(self, **kwargs)
+                    result = tool.fn(self, **tool.bind(args_json))
                     status = "ok"
                 except ToolError as exc:
                     self.state = before
@@ -189,7 +197,7 @@ class World:
                     raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
                 if calls is not None and len(calls) < _CALLS_KEPT:
                     calls[key] = (before, tool, self.state, result_bytes, status)
-            kind = tool.kind.value
+            kind = tool.kind._value_  # the member's value, read without the enum descriptor
             event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, kind)
             if status == "ok" and kind == "terminal":
                 self.outcome = recorded["outcome"]
@@ -209,6 +217,15 @@ def _jsonable_bytes(value: Any, root: str) -> tuple[Any, bytes, str | None]:
         return recorded, (orjson.dumps(recorded) if problem is None else b""), problem
     # orjson reads back what it wrote as the same values, which it writes as the same bytes.
     return orjson.loads(dumped), dumped, None
+
+
+def _plain_bytes(value: Any) -> tuple[Any, bytes, str | None]:
+    """:func:`_jsonable_bytes` of a value already plain JSON values (see :meth:`World.call`): the value itself,
+    since orjson reads back what it writes of those as equal values of the same types."""
+    try:
+        return value, orjson.dumps(value), None
+    except TypeError:  # not plain after all: the careful way
+        return _jsonable_bytes(value, "args")
 
 
 def _jsonable(value: Any, root: str) -> tuple[Any, str | None]:

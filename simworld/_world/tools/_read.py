@@ -6,9 +6,10 @@ from datetime import date, timedelta
 from typing import Any, Literal
 
 import attrs
+import orjson
 
 from simworld._world.dates import next_due_date, parse_date, schedule_dates
-from simworld._world.models import LOCKED, UNPAID, Plan, Policy, to_json
+from simworld._world.models import LOCKED, UNPAID, Plan, Policy, json_list, json_with, json_with_bytes, memo
 from simworld._world.money import MAX_MAJOR_DIGITS, Money, allocate, max_minor
 from simworld._world.premium import cash_received, earned_premium, pro_rata_delta, term_days, term_premium
 from simworld._world.tools._registry import Amount, IsoDate, Kind, tool
@@ -32,15 +33,27 @@ def unpaid(plan: Plan) -> list[Any]:
 
 
 def unpaid_balance(plan: Plan) -> Money:
-    """The sum of the plan's unpaid instalments."""
-    return sum((i.amount for i in unpaid(plan)), Money.zero(plan.currency))
+    """The sum of the plan's unpaid instalments (kept on the plan: it is immutable)."""
+    return memo(plan, "_unpaid_balance", _unpaid_balance)
 
 
-def plan_view(plan: Plan) -> dict[str, Any]:
-    """A plan as the agent sees it, with its unpaid balance."""
-    view = to_json(plan)
-    view["unpaid_balance"] = str(unpaid_balance(plan))
-    return view
+def _unpaid_balance(plan: Plan) -> Money:
+    return Money.total((i.amount for i in unpaid(plan)), plan.currency)
+
+
+def plan_view(plan: Plan) -> orjson.Fragment:
+    """A plan as the agent sees it, with its unpaid balance after its own fields.
+
+    The plan's cached JSON with one key added, as the piece of JSON the world records: a plan
+    is the largest thing a tool returns, and parsing it here only to write it again would double
+    what reading it costs. Kept on the plan (it is immutable), for the next call that shows it:
+    the agent's get_plan and each solution's show the same plan of a seed's world.
+    """
+    return orjson.Fragment(memo(plan, "_view_json", _plan_view_json))
+
+
+def _plan_view_json(plan: Plan) -> bytes:
+    return json_with_bytes(plan, {"unpaid_balance": str(unpaid_balance(plan))})
 
 
 def received(world: World, policy: Policy) -> Money:
@@ -181,42 +194,45 @@ def find_customer(world: World, query: str) -> dict[str, Any]:
     q = query.strip().lower()
     if not q:
         raise ToolArgumentError("find_customer: query is empty; pass an id, an e-mail or part of a name.")
-    found = [
-        {"id": c.id, "name": c.name, "email": c.email}
-        for c in world.state.records("customers")
-        if q == c.id.lower() or q == c.email.lower() or q in c.name.lower()
-    ]
+    found = []
+    for c in world.state.records("customers"):
+        keys = c.__dict__.get("_search_keys") or memo(c, "_search_keys", _search_keys)
+        if q == keys[0] or q == keys[1] or q in keys[2]:
+            found.append({"id": c.id, "name": c.name, "email": c.email})
     return {"customers": found[:20]}
 
 
+def _search_keys(customer: Any) -> tuple[str, str, str]:
+    """What find_customer compares a query with: the customer's id, e-mail and name in lower case (kept on the
+    record: every search reads every customer)."""
+    return customer.id.lower(), customer.email.lower(), customer.name.lower()
+
+
 @tool(Kind.READ, latency=0.2)
-def get_customer(world: World, customer_id: str) -> dict[str, Any]:
+def get_customer(world: World, customer_id: str) -> orjson.Fragment:
     """Get a customer: contact details, verification, time zone, notes, and their policy ids.
 
     Args:
         customer_id: The customer's id, e.g. 'cus_001'.
     """
     customer = world.customer(customer_id)
-    view = to_json(customer)
-    view["policy_ids"] = [p.id for p in world.state.children("policies", "customer_id", customer.id)]
-    return view
+    return json_with(customer, {"policy_ids": [p.id for p in world.state.children("policies", "customer_id",
+                                                                                  customer.id)]})
 
 
 @tool(Kind.READ, latency=0.2)
-def get_policy(world: World, policy_id: str) -> dict[str, Any]:
+def get_policy(world: World, policy_id: str) -> orjson.Fragment:
     """Get a policy: product, currency, term, annual premium, status, and its plan ids.
 
     Args:
         policy_id: The policy's id, e.g. 'pol_001'.
     """
     policy = world.policy_record(policy_id)
-    view = to_json(policy)
-    view["plan_ids"] = [p.id for p in world.state.children("plans", "policy_id", policy.id)]
-    return view
+    return json_with(policy, {"plan_ids": [p.id for p in world.state.children("plans", "policy_id", policy.id)]})
 
 
 @tool(Kind.READ, latency=0.2)
-def get_plan(world: World, plan_id: str) -> dict[str, Any]:
+def get_plan(world: World, plan_id: str) -> orjson.Fragment:
     """Get an instalment plan with every instalment (seq, due date, amount, paid amount, status, draft date).
 
     Args:
@@ -233,7 +249,7 @@ def list_fees(world: World, plan_id: str) -> dict[str, Any]:
         plan_id: The plan's id.
     """
     plan = world.plan(plan_id)
-    return {"fees": [to_json(f) for f in world.state.children("fees", "plan_id", plan.id)]}
+    return {"fees": json_list(world.state.children("fees", "plan_id", plan.id))}
 
 
 @tool(Kind.READ, latency=0.2)
@@ -245,8 +261,8 @@ def list_payments(world: World, plan_id: str) -> dict[str, Any]:
     """
     plan = world.plan(plan_id)
     return {
-        "payments": [to_json(p) for p in world.state.children("payments", "plan_id", plan.id)],
-        "credits": [to_json(c) for c in world.state.children("credits", "plan_id", plan.id)],
+        "payments": json_list(world.state.children("payments", "plan_id", plan.id)),
+        "credits": json_list(world.state.children("credits", "plan_id", plan.id)),
     }
 
 

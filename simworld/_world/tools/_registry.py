@@ -17,11 +17,12 @@ from collections.abc import Callable
 from typing import Any, Literal, NewType, get_args, get_origin
 
 import attrs
+import orjson
 
 from simworld._world.money import AMOUNT_PATTERN
 from simworld.errors import ToolArgumentError
 
-__all__ = ["Amount", "IsoDate", "Kind", "Tool", "tool"]
+__all__ = ["Amount", "IsoDate", "Kind", "Tool", "ToolResult", "tool"]
 
 #: A money amount: a decimal string such as "333.34" in the language of ``simworld._world.money.AMOUNT_PATTERN``
 #: (a JSON number is read through its shortest decimal text, where a double holds it exactly).
@@ -86,6 +87,14 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(description.split()), params
 
 
+#: What a tool returns: a dict of JSON values, any of which (or the whole result) may be an ``orjson.Fragment``, a
+#: piece already serialised (a record's cached JSON), which the world writes as it is when it records the result.
+ToolResult = dict[str, Any] | orjson.Fragment
+
+#: Checks one argument against its declared type: ``(value, where) -> value``, or a ToolArgumentError naming ``where``.
+Checker = Callable[[Any, str], Any]
+
+
 @attrs.frozen(eq=False)
 class Tool:
     """A tool: its name, kind, simulated latency, schema and implementation."""
@@ -95,9 +104,17 @@ class Tool:
     latency: float
     description: str
     parameters: dict[str, Any]
-    fn: Callable[..., dict[str, Any]]
+    fn: Callable[..., ToolResult]
     hints: dict[str, Any]
     defaults: dict[str, Any]
+    # Per parameter, in signature order: its name, the place errors name, its checker, and its default (or _MISSING).
+    # Worked out once from ``hints``: a call only runs the checkers.
+    _params: tuple[tuple[str, str, Checker, Any], ...] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        params = tuple((name, f"{self.name}: {name}", _checker(hint), self.defaults.get(name, _MISSING))
+                       for name, hint in self.hints.items())
+        object.__setattr__(self, "_params", params)
 
     def schema(self) -> dict[str, Any]:
         """The tool's JSON schema in the common function-calling shape."""
@@ -107,71 +124,104 @@ class Tool:
         """Check ``args`` against the signature; return keyword arguments or raise ToolArgumentError."""
         if not isinstance(args, dict):
             raise ToolArgumentError(f"{self.name}: expected args as a JSON object but got {args!r}.")
-        unknown = args.keys() - self.hints.keys()
-        if unknown:
-            raise ToolArgumentError(f"{self.name}: unknown argument(s) {sorted(unknown)!r}; "
-                                    f"allowed: {sorted(self.hints)!r}.")
+        hints = self.hints
+        for key in args:
+            if key not in hints:
+                unknown = args.keys() - hints.keys()
+                raise ToolArgumentError(f"{self.name}: unknown argument(s) {sorted(unknown)!r}; "
+                                        f"allowed: {sorted(hints)!r}.")
         bound: dict[str, Any] = {}
-        for name, hint in self.hints.items():
-            if name not in args:
-                if name in self.defaults:
-                    bound[name] = self.defaults[name]
-                    continue
+        for name, where, check, default in self._params:
+            if name in args:
+                bound[name] = check(args[name], where)
+            elif default is not _MISSING:
+                bound[name] = default
+            else:
                 raise ToolArgumentError(f"{self.name}: missing required argument {name!r}.")
-            bound[name] = _check(args[name], hint, f"{self.name}: {name}")
         return bound
 
 
-def _check(value: Any, hint: Any, where: str) -> Any:
-    if hint is Amount:
-        # Money is parsed against the plan's currency inside the tool; here only the shape.
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise ToolArgumentError(f"{where}: expected a decimal amount such as '12.34' but got {value!r}.")
-        return value
-    if hint in (str, IsoDate):
-        if not isinstance(value, str):
-            raise ToolArgumentError(f"{where}: expected a string but got {value!r} (type={type(value).__name__}).")
-        return value
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ToolArgumentError(f"{where}: expected true or false but got {value!r}.")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ToolArgumentError(f"{where}: expected an integer but got {value!r} (type={type(value).__name__}).")
-        return value
-    origin = get_origin(hint)
-    if origin is Literal:
-        allowed = get_args(hint)
-        if value not in allowed:
-            raise ToolArgumentError(f"{where}: expected one of {list(allowed)!r} but got {value!r}.")
-        return value
-    if origin is list:
-        (item,) = get_args(hint)
-        if not isinstance(value, list):
-            raise ToolArgumentError(f"{where}: expected a list but got {value!r}.")
-        return [_check(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
-    if typing.is_typeddict(hint):
-        if not isinstance(value, dict):
-            raise ToolArgumentError(f"{where}: expected an object but got {value!r}.")
-        hints = _typed_dict_hints(hint)
-        unknown = sorted(set(value) - set(hints))
-        if unknown:
-            raise ToolArgumentError(f"{where}: unknown key(s) {unknown!r}; allowed: {sorted(hints)!r}.")
-        missing = sorted(hint.__required_keys__ - set(value))
-        if missing:
-            raise ToolArgumentError(f"{where}: missing key(s) {missing!r}.")
-        return {k: _check(v, hints[k], f"{where}.{k}") for k, v in value.items()}
-    raise TypeError(f"{where}: unsupported type {hint!r}")  # pragma: no cover - caught at import
+def _check_amount(value: Any, where: str) -> Any:
+    # Money is parsed against the plan's currency inside the tool; here only the shape.
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ToolArgumentError(f"{where}: expected a decimal amount such as '12.34' but got {value!r}.")
+    return value
+
+
+def _check_str(value: Any, where: str) -> Any:
+    if not isinstance(value, str):
+        raise ToolArgumentError(f"{where}: expected a string but got {value!r} (type={type(value).__name__}).")
+    return value
+
+
+def _check_bool(value: Any, where: str) -> Any:
+    if not isinstance(value, bool):
+        raise ToolArgumentError(f"{where}: expected true or false but got {value!r}.")
+    return value
+
+
+def _check_int(value: Any, where: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolArgumentError(f"{where}: expected an integer but got {value!r} (type={type(value).__name__}).")
+    return value
 
 
 @functools.cache
-def _typed_dict_hints(hint: Any) -> dict[str, Any]:
-    """A TypedDict's field types (resolved once: a schedule of 18 instalments checks 18 objects)."""
-    return typing.get_type_hints(hint)
+def _checker(hint: Any) -> Checker:
+    """The checker of a declared argument type, made once per type: a call's arguments are checked by these alone."""
+    if hint is Amount:
+        return _check_amount
+    if hint in (str, IsoDate):
+        return _check_str
+    if hint is bool:
+        return _check_bool
+    if hint is int:
+        return _check_int
+    origin = get_origin(hint)
+    if origin is Literal:
+        allowed = get_args(hint)
+
+        def check_literal(value: Any, where: str) -> Any:
+            if value not in allowed:
+                raise ToolArgumentError(f"{where}: expected one of {list(allowed)!r} but got {value!r}.")
+            return value
+
+        return check_literal
+    if origin is list:
+        (item,) = get_args(hint)
+        check_item = _checker(item)
+
+        def check_list(value: Any, where: str) -> Any:
+            if not isinstance(value, list):
+                raise ToolArgumentError(f"{where}: expected a list but got {value!r}.")
+            return [check_item(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+        return check_list
+    if typing.is_typeddict(hint):
+        return _typed_dict_checker(hint)
+    raise TypeError(f"unsupported type {hint!r}")  # pragma: no cover - caught at import by _schema_of
 
 
-def tool(kind: Kind, *, latency: float) -> Callable[[Callable[..., dict[str, Any]]], Tool]:
+def _typed_dict_checker(hint: Any) -> Checker:
+    hints = typing.get_type_hints(hint)
+    fields = {k: _checker(v) for k, v in hints.items()}
+    required = hint.__required_keys__
+
+    def check_typed_dict(value: Any, where: str) -> Any:
+        if not isinstance(value, dict):
+            raise ToolArgumentError(f"{where}: expected an object but got {value!r}.")
+        unknown = sorted(set(value) - set(fields))
+        if unknown:
+            raise ToolArgumentError(f"{where}: unknown key(s) {unknown!r}; allowed: {sorted(fields)!r}.")
+        missing = sorted(required - set(value))
+        if missing:
+            raise ToolArgumentError(f"{where}: missing key(s) {missing!r}.")
+        return {k: fields[k](v, f"{where}.{k}") for k, v in value.items()}
+
+    return check_typed_dict
+
+
+def tool(kind: Kind, *, latency: float) -> Callable[[Callable[..., ToolResult]], Tool]:
     """Declare a tool. Its first parameter is the world; the rest are the agent's arguments.
 
     Args:
@@ -179,7 +229,7 @@ def tool(kind: Kind, *, latency: float) -> Callable[[Callable[..., dict[str, Any
         latency: fixed simulated seconds the call takes.
     """
 
-    def wrap(fn: Callable[..., dict[str, Any]]) -> Tool:
+    def wrap(fn: Callable[..., ToolResult]) -> Tool:
         sig = inspect.signature(fn)
         hints = typing.get_type_hints(fn)
         params = list(sig.parameters.values())[1:]

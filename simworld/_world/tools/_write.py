@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any, Literal, TypedDict
 
 import attrs
+import orjson
 
 from simworld._world.dates import due_date, roll
 from simworld._world.models import (
@@ -24,7 +25,7 @@ from simworld._world.models import (
     Message,
     Payment,
     PremiumChange,
-    to_json,
+    json_fragment,
 )
 from simworld._world.money import Money, allocate
 from simworld._world.tools._read import (
@@ -66,12 +67,13 @@ def _placed(plan_id: str, seq: int, due: date, what: Instalment | Money) -> Inst
         return _instalment(plan_id, seq, due, what)
     if what.seq == seq and what.id == rid:
         return what
-    return attrs.evolve(what, seq=seq, id=rid)
+    # Written out rather than attrs.evolve, which reads every field by name: a schedule renumbers a dozen.
+    return Instalment(rid, seq, what.due_date, what.amount, what.paid_amount, what.status, what.draft_date)
 
 
 @tool(Kind.WRITE, latency=1.0)
 def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
-                 credit: Amount = _NO_CREDIT) -> dict[str, Any]:
+                 credit: Amount = _NO_CREDIT) -> orjson.Fragment:
     """Replace the plan's unpaid instalments with the due dates and amounts given, in order.
 
     Paid, partially paid, waived and cancelled instalments stay as they are, and the new ones
@@ -92,7 +94,7 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
     if len(instalments) > 60:
         raise ToolArgumentError(f"set_schedule: give at most 60 instalments but got {len(instalments)}.")
     credit_money = world.money(credit, plan.currency, "credit")
-    held = sum((c.amount for c in world.state.children("credits", "plan_id", plan.id)), Money.zero(plan.currency))
+    held = Money.total((c.amount for c in world.state.children("credits", "plan_id", plan.id)), plan.currency)
     if -credit_money > held:
         raise ToolArgumentError(f"set_schedule: credit={credit!r} would use more than the {held} {plan.currency} of "
                                 "credit the plan holds.")
@@ -130,7 +132,7 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
 
 
 @tool(Kind.WRITE, latency=1.0)
-def change_due_day(world: World, plan_id: str, day: int) -> dict[str, Any]:
+def change_due_day(world: World, plan_id: str, day: int) -> orjson.Fragment:
     """Move every unpaid instalment to `day` of its own month (clamped to the month's end) and make it the anchor.
 
     Asking for the day the plan already has changes nothing and does not count as a change.
@@ -149,7 +151,9 @@ def change_due_day(world: World, plan_id: str, day: int) -> dict[str, Any]:
     for inst in plan.instalments:
         if inst.status in UNPAID:
             due = due_date(inst.due_date.year, inst.due_date.month, day)
-            inst = attrs.evolve(inst, due_date=due, draft_date=roll(due, "following"))
+            # Written out rather than attrs.evolve (which reads every field by name): a plan moves a dozen.
+            inst = Instalment(inst.id, inst.seq, due, inst.amount, inst.paid_amount, inst.status,
+                              roll(due, "following"))
         moved.append(inst)
     plan = attrs.evolve(plan, instalments=tuple(moved), anchor_day=day, due_day_changes=plan.due_day_changes + 1)
     world.put(plan)
@@ -157,7 +161,7 @@ def change_due_day(world: World, plan_id: str, day: int) -> dict[str, Any]:
 
 
 @tool(Kind.WRITE, latency=1.0)
-def defer_instalment(world: World, plan_id: str, seq: int, mode: Literal["end", "spread"]) -> dict[str, Any]:
+def defer_instalment(world: World, plan_id: str, seq: int, mode: Literal["end", "spread"]) -> orjson.Fragment:
     """Defer one unpaid instalment: its amount moves to the last instalment ('end') or over all later ones ('spread').
 
     The deferred instalment is kept, marked cancelled, so the history stays readable.
@@ -215,7 +219,7 @@ def record_premium_change(world: World, policy_id: str, new_annual_premium: Amou
     change = PremiumChange(change_id, policy.id, policy.currency, old, new, effective)
     world.put(change)
     world.put(attrs.evolve(policy, annual_premium=new))
-    return {"premium_change": to_json(change)}
+    return {"premium_change": json_fragment(change)}
 
 
 @tool(Kind.WRITE, latency=1.0)
@@ -238,7 +242,7 @@ def apply_payment(world: World, plan_id: str, amount: Amount, idempotency_key: s
     pid = f"pay-{plan.id}-{idempotency_key}"
     existing = world.state.get("payments", pid)
     if existing is not None:
-        return {"duplicate": True, "payment": to_json(existing)}
+        return {"duplicate": True, "payment": json_fragment(existing)}
     money = world.money(amount, plan.currency, "amount")
     if money.minor <= 0:
         raise ToolArgumentError(f"apply_payment: amount={amount!r} must be positive.")
@@ -264,7 +268,7 @@ def apply_payment(world: World, plan_id: str, amount: Amount, idempotency_key: s
     world.put(attrs.evolve(plan, instalments=tuple(paid.get(i.seq, i) for i in plan.instalments)))
     if left.minor:
         world.put(Credit(f"cr-{pid}", plan.id, plan.currency, left, f"overpayment {idempotency_key}"))
-    return {"duplicate": False, "payment": to_json(payment)}
+    return {"duplicate": False, "payment": json_fragment(payment)}
 
 
 @tool(Kind.WRITE, latency=0.8)
@@ -283,7 +287,7 @@ def waive_fee(world: World, fee_id: str, reason: str) -> dict[str, Any]:
         raise ToolArgumentError("waive_fee: reason is empty; say why the fee is waived.")
     fee = attrs.evolve(fee, status="waived", waived_on=world.today())
     world.put(fee)
-    return {"fee": to_json(fee)}
+    return {"fee": json_fragment(fee)}
 
 
 @tool(Kind.WRITE, latency=1.0)
@@ -309,7 +313,7 @@ def cancel_policy(world: World, policy_id: str, cancel_date: IsoDate, refund_amo
         world.put(attrs.evolve(plan, instalments=insts))
     policy = attrs.evolve(policy, status="cancelled", cancelled_on=when, refund=refund)
     world.put(policy)
-    return {"policy": to_json(policy)}
+    return {"policy": json_fragment(policy)}
 
 
 @tool(Kind.WRITE, latency=0.5)
@@ -326,7 +330,7 @@ def send_message(world: World, customer_id: str, subject: str, body: str) -> dic
         raise ToolArgumentError("send_message: body is empty.")
     message = Message(f"msg-{world.seq:04d}", customer.id, subject, body, world.clock.now)
     world.put(message)
-    return {"message": to_json(message)}
+    return {"message": json_fragment(message)}
 
 
 WRITE_TOOLS = [set_schedule, change_due_day, defer_instalment, record_premium_change, apply_payment, waive_fee,
