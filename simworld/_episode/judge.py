@@ -18,9 +18,9 @@ from simworld._world.actions import plain_action, plain_value
 from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
 from simworld._world.templates import resolve_args
-from simworld._world.tools import TOOLS, Kind
-from simworld._world.world import _CALLS_KEPT, World
-from simworld.errors import BrokenSolutionError, ScenarioError, ToolError
+from simworld._world.tools import TOOLS
+from simworld._world.world import World
+from simworld.errors import BrokenSolutionError, ScenarioError
 
 __all__ = ["SolutionEndStates", "grade", "graded_line", "result_line", "solution_end_states"]
 
@@ -224,7 +224,8 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     :class:`~simworld._episode.steps.StepsAgent`, without the observations, the agent
     loop's guards and the sealed episode, which no end state depends on. With simworld's own
     tools only, a call is applied as :meth:`World.call <simworld._world.world.World.call>`
-    applies it (see :func:`_apply`) without recording an event, which nothing here reads.
+    applies it, without recording an event, which nothing here reads (see
+    :meth:`World.apply <simworld._world.world.World.apply>`).
 
     A scenario's crash (its ``recovery``) is played as the loop plays it: an agent that dies before
     its call lands leaves the world as it was, and the fresh one makes that call; one that dies
@@ -265,12 +266,12 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
                 # The agent dies after this call lands, before the log has it: the fresh agent that reads the log
                 # makes the call again (when it did not end the episode). Dying before it lands changes nothing.
                 again = orjson.loads(orjson.dumps(args))  # the fresh agent's own arguments, whatever the call did
-                if _call(world, inst.calls, tool, args, read is None) is _NOT_OK:
+                if _call(world, tool, args, read is None) is _NOT_OK:
                     return None
                 if world.outcome is not None:
                     return world.state
                 args = again
-            result = _call(world, inst.calls, tool, args, read is None)
+            result = _call(world, tool, args, read is None)
             if result is _NOT_OK:
                 return None
             if world.outcome is not None:
@@ -288,49 +289,14 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
 _NOT_OK = object()
 
 
-def _call(world: World, calls: dict[Any, Any] | None, name: str, args: dict[str, Any], record: bool) -> Any:
+def _call(world: World, name: str, args: dict[str, Any], record: bool) -> Any:
     """Make one call of a solution: its recorded result (``record``: through :meth:`World.call`) or its result's
-    JSON bytes (see :func:`_apply`); ``_NOT_OK`` when it is not ok."""
+    JSON bytes (through :meth:`World.apply`, which records no event); ``_NOT_OK`` when it is not ok."""
     if record:
-        event = world.call(name, args)
+        event = world.call(name, args, plain=True)
         return event.result if event.status == "ok" else _NOT_OK
-    result = _apply(world, calls, name, args)
+    result = world.apply(name, args)
     return _NOT_OK if result is None else result
-
-
-def _apply(world: World, calls: dict[Any, Any] | None, name: str, args: dict[str, Any]) -> bytes | None:
-    """Apply one call of a solution to ``world`` as ``world.call(name, args)`` would (its state, clock, sequence
-    number, outcome and the calls it keeps in ``calls``, the world's own), without recording it: the result's
-    JSON bytes, or None when the call is not ok (the agent loop plays the solution again, to say why).
-
-    ``args`` is a plain copy (see :func:`~simworld._world.actions.plain_action`): its JSON reads back as itself, so it
-    is bound as it is. A call already made from the same state, instant and sequence number, by the episode or
-    another solution, is not run again (see :class:`~simworld._world.world.World`).
-    """
-    tool = world.tools.get(name)
-    if tool is None:
-        return None
-    before, clock, seq = world.state, world.clock, world.seq
-    args_bytes = orjson.dumps(args)
-    key = (id(before), clock.now, seq, id(tool), args_bytes) if calls is not None else None
-    played = calls.get(key) if calls is not None else None
-    if played is not None and played[0] is before and played[1] is tool:
-        if played[4] != "ok":
-            return None
-        world.state, result = played[2], played[3]
-    else:
-        try:
-            result = orjson.dumps(tool.fn(world, **tool.bind(args)))
-        except ToolError:
-            world.state = before
-            return None
-        if calls is not None and len(calls) < _CALLS_KEPT:
-            calls[key] = (before, tool, world.state, result, "ok")
-    clock.advance(tool.latency)
-    world.seq = seq + 1
-    if tool.kind is Kind.TERMINAL:
-        world.outcome = orjson.loads(result)["outcome"]
-    return result
 
 
 def _plain_copy(args: Any) -> Any:

@@ -171,37 +171,71 @@ class World:
             result: Any = {"error": f"Unknown tool {name!r}; available: {sorted(self.tools)!r}."}
             event = Event(seq, at, name, args_json, result, "error", 0.0, "unknown")
         else:
-            before = self.state
-            status: Status
-            # What a call's effect depends on: the state, the simulated time, the sequence number (new records'
-            # ids), the tool and its arguments exactly.
-            calls = self._calls
-            key = (id(before), self.clock.now, seq, id(tool), args_bytes) if calls is not None else None
-            played = calls.get(key) if calls is not None else None
-            if played is not None and played[0] is before and played[1] is tool:
-                # The same call on the same state, clock and sequence number (by this world or another from
-                # the same start): a tool is a function of those, so its effect and result are these.
-                self.state, recorded = played[2], orjson.loads(played[3])
-                status = played[4]
-                self.clock.advance(tool.latency)
-            else:
-                try:
-                    result = tool.fn(self, **tool.bind(args_json))
-                    status = "ok"
-                except ToolError as exc:
-                    self.state = before
-                    result, status = {"error": str(exc)}, exc.status
-                self.clock.advance(tool.latency)
-                recorded, result_bytes, problem = _jsonable_bytes(result, "result")
-                if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug
-                    raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
-                if calls is not None and len(calls) < _CALLS_KEPT:
-                    calls[key] = (before, tool, self.state, result_bytes, status)
+            status, result_bytes, recorded = self._run(tool, args_json, args_bytes, record=True)
+            if recorded is None:
+                recorded = orjson.loads(result_bytes)
             kind = tool.kind._value_  # the member's value, read without the enum descriptor
             event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, kind)
             if status == "ok" and kind == "terminal":
                 self.outcome = recorded["outcome"]
         return self._record(event)
+
+
+    def apply(self, name: str, args: dict[str, Any]) -> bytes | None:
+        """Make one call as :meth:`call` makes it (the same state, clock, sequence number, outcome and kept calls)
+        without recording an event: its result's JSON bytes, or None when it is not ok or there is no such tool.
+
+        For a caller that reads no event, only the end state and the results it asks for (a solution played
+        while grading). ``args`` must be plain JSON values (see :meth:`call`'s ``plain``).
+        """
+        tool = self.tools.get(name)
+        if tool is None:
+            return None
+        status, result_bytes, _ = self._run(tool, args, orjson.dumps(args), record=False)
+        self.seq += 1
+        if status != "ok":
+            return None
+        if tool.kind._value_ == "terminal":
+            self.outcome = orjson.loads(result_bytes)["outcome"]
+        return result_bytes
+
+    def _run(self, tool: Any, args: Any, args_bytes: bytes, *, record: bool) -> tuple[Status, bytes, Any]:
+        """The effect of calling ``tool`` with ``args`` on the state, the clock advanced: its status, its result's
+        JSON bytes and, when ``record`` and it ran now, the result as recorded (else None: read it from the bytes).
+
+        What a call's effect depends on: the state, the simulated time, the sequence number (new records' ids),
+        the tool and its arguments exactly. The same call on the same state, clock and sequence number (by this
+        world or another from the same start) is not run again: a tool is a function of those, so its effect
+        and result are the kept ones.
+        """
+        before = self.state
+        calls = self._calls
+        key = (id(before), self.clock.now, self.seq, id(tool), args_bytes) if calls is not None else None
+        played = calls.get(key) if calls is not None else None
+        if played is not None and played[0] is before and played[1] is tool:
+            self.state = played[2]
+            self.clock.advance(tool.latency)
+            return played[4], played[3], None
+        status: Status
+        try:
+            result = tool.fn(self, **tool.bind(args))
+            status = "ok"
+        except ToolError as exc:
+            self.state = before
+            result, status = {"error": str(exc)}, exc.status
+        self.clock.advance(tool.latency)
+        recorded: Any = None
+        try:
+            result_bytes = None if record else orjson.dumps(result)
+        except TypeError:
+            result_bytes = None
+        if result_bytes is None:
+            recorded, result_bytes, problem = _jsonable_bytes(result, "result")
+            if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug
+                raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
+        if calls is not None and len(calls) < _CALLS_KEPT:
+            calls[key] = (before, tool, self.state, result_bytes, status)
+        return status, result_bytes, recorded
 
 
 #: Calls kept per start (a seed's perturbed world): enough for the agent's and every solution's.
