@@ -104,6 +104,7 @@ from typing import Any
 
 import attrs
 
+from graders._patterns import Pattern, compile_pattern
 from graders._records import target_records
 from simworld._grading.verdict import Check
 from simworld._world.models import UNPAID
@@ -165,8 +166,9 @@ _CONDITION = r"(?:if|once|when|whenever|as soon as|after|provided|providing|unle
              r"assuming|before i|before we|as long as|so long as|in the event)"
 
 
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.I)
+def _rx(pattern: str) -> Pattern:
+    """A case-blind pattern that is run only on a clause holding one of the words its matches need."""
+    return compile_pattern(pattern, re.I)
 
 
 _SENTENCE_CONDITION = _rx(rf"^\W*(?:(?:and|but|so|then|also|otherwise)\s+)?{_CONDITION}\b")
@@ -228,7 +230,7 @@ _DEFER = r"(?:deferred|postponed|put off|pushed back|" \
          r"skipped|held over)"
 _PAY = r"(?:applied|taken|took|received|posted|processed|allocated|charged|put|credited|gone through|went through)"
 
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+_PATTERNS: list[tuple[str, Pattern]] = [
     ("followed_note", _rx(r"\b(?:as|per)\s+(?:your|the|the customer's|the account)\s+notes?\s+(?:asked|requested|said|"
                           r"instructed|says|instructs|asks|requests)|\bas noted on your account\b|"
                           r"\b(?:done|did|followed|actioned|carried out|completed)\b.{0,20}?\b(?:your|the)\s+"
@@ -383,7 +385,7 @@ def clauses(text: str) -> Iterator[tuple[str, str | None]]:
 
 
 #: Base forms, read only under a refusal or a negation ("I can't waive the fee", "I haven't taken the payment").
-_BASE: list[tuple[str, re.Pattern[str]]] = [
+_BASE: list[tuple[str, Pattern]] = [
     ("fee_waived", _rx(rf"\b(?:waive|waived|remove|removed|take off|taken off|write off|clear)\b.{{0,40}}?{_FEE}|"
                        rf"{_FEE}.{{0,40}}?\b(?:be |been )?(?:waived|removed)\b")),
     ("due_moved", _rx(r"\b(?:move|moved|change|changed|set)\b.{0,30}?\b(?:due (?:date|day)s?|payment (?:date|day)s?)\b|"
