@@ -2,12 +2,12 @@
 
 Most clauses hold none of the words most patterns are about (a clause about a due day names no fee,
 no refund, no premium), and a regular expression with ``.{0,60}?`` gaps costs far more to run than a
-substring test. :class:`Pattern` reads, once, from the compiled expression itself, a few strings one
-of which every match must contain (``fee``, ``charge``, ``penalt`` for the fee topic); a text that
-holds none of them (compared in lower case) cannot match, and the expression is not run. Only
-``search``, ``sub``, ``split`` and ``finditer`` are offered, each answering exactly as the
-expression's own method: the strings are derived from the expression, never written beside it, so
-the two cannot drift.
+substring test. :class:`Pattern` reads, once, from the compiled expression itself, the strings a match
+must contain: for each branch of the expression, a few sets of strings, one string of each set in
+the match (``fee``/``charge``/``penalt`` and ``waived``/``removed``/... for a fee said waived). A text
+that cannot hold a match (compared in lower case) is not searched. Only ``search``, ``sub``, ``split``,
+``finditer`` and ``findall`` are offered, each answering exactly as the expression's own method: the strings are
+derived from the expression, never written beside it, so the two cannot drift.
 """
 
 from __future__ import annotations
@@ -33,10 +33,15 @@ FOLDS_TO_ASCII = frozenset("\u0130\u0131\u017f\u212a")
 
 #: A set of literal alternatives is kept while it has at most this many strings (``(?:a|b)(?:c|d)``: 4).
 _MAX_STRINGS = 32
+#: How many sets of strings one branch is tested for (the most selective first), and how many branches are kept.
+_MAX_SETS, _MAX_BRANCHES = 3, 6
+
+#: What a match needs: any one of the branches; a branch, a string of each of its sets.
+Needs = tuple[tuple[tuple[str, ...], ...], ...]
 
 
 class Pattern:
-    """A compiled expression and the strings one of which every match holds (lower case; None: no such strings).
+    """A compiled expression and what every match of it holds (see :data:`Needs`; None: nothing known).
 
     Args:
         regex: The compiled expression.
@@ -46,7 +51,7 @@ class Pattern:
 
     def __init__(self, regex: re.Pattern[str]) -> None:
         self.regex = regex
-        self.needs: tuple[str, ...] | None = _required(regex)
+        self.needs: Needs | None = _required(regex)
 
     def __repr__(self) -> str:
         return f"Pattern({self.regex.pattern!r}, needs={self.needs!r})"
@@ -54,11 +59,16 @@ class Pattern:
     def may_match(self, text: str) -> bool:
         """False only when no match of the expression can be in ``text``."""
         needs = self.needs
-        if needs is None:
+        if needs is None or not text.isascii() and not FOLDS_TO_ASCII.isdisjoint(text):
             return True
-        if not text.isascii() and not FOLDS_TO_ASCII.isdisjoint(text):
-            return True
-        return any(map(text.lower().__contains__, needs))
+        holds = text.lower().__contains__
+        for branch in needs:
+            for strings in branch:
+                if not any(map(holds, strings)):
+                    break
+            else:
+                return True
+        return False
 
     def search(self, text: str) -> re.Match[str] | None:
         """As :meth:`re.Pattern.search`."""
@@ -76,42 +86,55 @@ class Pattern:
         """As :meth:`re.Pattern.finditer`."""
         return self.regex.finditer(text) if self.may_match(text) else iter(())
 
+    def findall(self, text: str) -> list[Any]:
+        """As :meth:`re.Pattern.findall`."""
+        return self.regex.findall(text) if self.may_match(text) else []
+
 
 def compile_pattern(pattern: str, flags: int = 0) -> Pattern:
-    """``re.compile(pattern, flags)``, with the strings its matches need read off it."""
+    """``re.compile(pattern, flags)``, with what its matches need read off it."""
     return Pattern(re.compile(pattern, flags))
 
 
-def _required(regex: re.Pattern[str]) -> tuple[str, ...] | None:
-    """Strings (lower case, ASCII) one of which every match of ``regex`` contains, or None when none are known."""
+def _required(regex: re.Pattern[str]) -> Needs | None:
+    """What every match of ``regex`` holds (lower case, ASCII), or None when nothing is known."""
     if _sre is None:
         return None
     try:
-        tree = _sre_parse.parse(regex.pattern, regex.flags)
-        found = _needs(tree)
+        found = _needs(_sre_parse.parse(regex.pattern, regex.flags))
     except Exception:  # noqa: BLE001 - a tree of a shape not read here: search unfiltered, as re would
         return None
-    if not found:
+    if found is None:
         return None
-    # a string holding another of the set adds nothing: the shorter is found wherever the longer is
-    return tuple(sorted(s for s in found if not any(t != s and t in s for t in found)))
+    return tuple(tuple(tuple(sorted(_shortest(s))) for s in branch) for branch in found)
 
 
-def _needs(items: Any) -> frozenset[str] | None:
-    """What a sequence of parsed items needs: the most selective of the needs of its parts (see :func:`_score`).
+def _shortest(strings: frozenset[str]) -> set[str]:
+    """A string holding another of the set adds nothing: the shorter is found wherever the longer is."""
+    return {s for s in strings if not any(t != s and t in s for t in strings)}
 
-    A run of literal characters (with zero-width assertions inside it, and small classes of literal
-    characters multiplying it out) needs itself; an alternation needs one of what each branch needs; a
-    group needs what its contents need; a repeat at least once needs what its body needs; anything else
-    needs nothing of its own.
+
+_Sets = list[frozenset[str]]
+
+
+def _needs(items: Any) -> list[_Sets] | None:
+    """What a sequence of parsed items needs: one of a few branches, each a few sets of strings.
+
+    A run of literal characters (across zero-width assertions, and multiplied out over small classes
+    and alternations of literals) needs itself; an alternation needs one of its branches; a group needs
+    what its contents need; a repeat at least once needs what its body needs; anything else needs
+    nothing of its own. A sequence needs all its parts need: the branches of one alternation in it,
+    each with the sets of the other parts (an alternation beyond the first is read as a single set:
+    one string of any of its branches' first sets).
     """
-    candidates: list[frozenset[str]] = []
+    sets: _Sets = []
+    branches: list[_Sets] | None = None
     run: set[str] = {""}
 
     def close() -> None:
         nonlocal run
         if run != {""}:
-            candidates.append(frozenset(run))
+            sets.append(frozenset(run))
         run = {""}
 
     for op, av in items:
@@ -126,21 +149,37 @@ def _needs(items: Any) -> frozenset[str] | None:
         if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT):
             continue  # zero width: the characters either side are next to each other in the text
         close()
-        need: frozenset[str] | None = None
+        need: list[_Sets] | None = None
         if op is _sre.SUBPATTERN:
             need = _needs(av[-1])
         elif op is _sre.ATOMIC_GROUP:
             need = _needs(av)
         elif op is _sre.BRANCH:
-            branches = [_needs(b) for b in av[1]]
-            if all(b is not None for b in branches):
-                need = frozenset().union(*branches)  # type: ignore[arg-type]
+            found = [_needs(b) for b in av[1]]
+            if all(f is not None for f in found):
+                need = [branch for f in found for branch in f]  # type: ignore[union-attr]
+                if all(len(b) == 1 for b in need) or len(need) > _MAX_BRANCHES:
+                    # one string of any branch's (first) set: exact when each branch is one set
+                    need = [[frozenset().union(*(b[0] for b in need))]]
         elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and av[0] >= 1:
             need = _needs(av[2])
-        if need:
-            candidates.append(need)
+        if not need:
+            continue
+        if len(need) == 1:
+            sets += need[0]
+        elif branches is None:
+            branches = need
+        else:
+            sets.append(frozenset().union(*(b[0] for b in need)))
     close()
-    return max(candidates, key=_score, default=None)
+    if branches is None:
+        return [_best(sets)] if sets else None
+    return [_best(b + sets) for b in branches]
+
+
+def _best(sets: _Sets) -> _Sets:
+    """The most selective few of ``sets`` (see :func:`_score`), most selective first."""
+    return sorted(set(sets), key=_score, reverse=True)[:_MAX_SETS]
 
 
 def _literal_strings(op: Any, av: Any) -> set[str] | None:
@@ -180,6 +219,7 @@ def _fixed(items: Any) -> set[str] | None:
     return strings if "" not in strings else None
 
 
-def _score(need: frozenset[str]) -> tuple[int, int]:
-    """Longer shortest strings first (a longer string is rarer), then fewer strings (fewer tests)."""
-    return min(len(s) for s in need), -len(need)
+def _score(strings: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
+    """Longer shortest strings first (a longer string is rarer), then fewer strings (fewer tests); then by the
+    strings themselves, so the order does not depend on how sets hash."""
+    return min(len(s) for s in strings), -len(strings), tuple(sorted(strings))

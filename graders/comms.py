@@ -144,8 +144,10 @@ class _Known:
     """The amounts and dates the agent may state: the target's, and what it was shown about the target.
 
     Nothing is read until a text states a figure; then the sources are read cheapest first (the
-    request and the policy, the target's plans, every figure of the target's records, the days of
-    the calls, what the calls showed), each only when a figure is not found in those before it.
+    target's plans, every figure of the target's records, the days of the calls, what the calls
+    showed, and last the request and the policy: a policy text runs to pages, and a figure an agent
+    states is most often the customer's own), each only when a figure is not found in those before
+    it. What is known once everything is read does not depend on the order.
     A check that needs every figure (arithmetic, the nearest known amount) reads them all. Amounts
     are kept by currency (None: an amount whose currency nothing says, good for any) and sign-less
     (a decrease, a refund or a credit is stated as a positive amount).
@@ -169,8 +171,8 @@ class _Known:
         self.counts: set[int] = set()
         self._episode = episode
         #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
-        self._sources = [self._read_texts, self._read_plans, self._read_records, self._read_call_days,
-                         self._read_calls]
+        self._sources = [self._read_plans, self._read_records, self._read_call_days, self._read_calls,
+                         self._read_texts]
         self._minor: dict[tuple[str, int], frozenset[int]] = {}
 
     @classmethod
