@@ -39,7 +39,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -351,9 +351,9 @@ class _Known:
             self.operands.setdefault(key, set()).add(value)
 
     def _date_text(self, value: str) -> None:
-        if _ISO_IN_DATA.match(value):
-            with contextlib.suppress(ValueError):  # 2026-02-30 in a record would be a bug elsewhere, not a date
-                self.dates.add(date.fromisoformat(value[:10]))
+        when = _iso_date(value)
+        if when is not None:
+            self.dates.add(when)
 
     def _absorb(self, value: Any, currency: str | None = None) -> None:
         """The amounts and dates ``value`` (JSON) holds: an amount is a decimal string, in the currency the
@@ -367,11 +367,45 @@ class _Known:
                 stack.extend((inner, cur) for inner in v.values())
             elif isinstance(v, (list, tuple)):
                 stack.extend((inner, cur) for inner in v)
-            elif isinstance(v, str):
+            elif isinstance(v, str) and _may_be_figure(v):
                 if _AMOUNT_IN_DATA.match(v):
                     self._amount(Decimal(v), cur)
                 else:
                     self._date_text(v)
+
+
+def _may_be_figure(text: str) -> bool:
+    """Whether ``text`` may be an amount or an ISO date (both open with a digit or a minus sign): most strings of
+    a record or a call (ids, statuses, names) are neither, and need no pattern run to say so."""
+    first = text[:1]
+    return first == "-" or first.isdecimal()
+
+
+def _iso_date(text: str) -> date | None:
+    """The date an ISO date or instant (``2026-05-15``, ``2026-05-15T09:00:00Z``) opens with, or None."""
+    if _ISO_IN_DATA.match(text):
+        with contextlib.suppress(ValueError):  # 2026-02-30 in a record would be a bug elsewhere, not a date
+            return date.fromisoformat(text[:10])
+    return None
+
+
+def _figures_of(value: Any, amounts: set[Decimal], dates: set[date]) -> None:
+    """Add the amounts (sign-less, normalised) and dates ``value`` (JSON) holds, as :meth:`_Known._absorb` reads
+    them, to ``amounts`` and ``dates``: what one record shows, whatever currency it is in."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, str) and _may_be_figure(v):
+            if _AMOUNT_IN_DATA.match(v):
+                amounts.add(abs(Decimal(v)).normalize())
+            else:
+                when = _iso_date(v)
+                if when is not None:
+                    dates.add(when)
 
 
 def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
@@ -383,33 +417,42 @@ def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
     """
     from simworld._world.models import to_json
 
-    known = _Known.blank()
+    amounts: set[Decimal] = set()
+    dates: set[date] = set()
     whole: dict[str, Any] | None = None
     for name in _field_names(type(record)):
         held = getattr(record, name)
         kind = type(held)
         if kind is str:
-            known._absorb(held)
+            if _may_be_figure(held):
+                _figures_of(held, amounts, dates)
         elif kind is Money:
-            known._amount(held.to_decimal())
+            amounts.add(abs(held.to_decimal()).normalize())
         elif kind is _REAL_DATE:
-            known.dates.add(held)
+            dates.add(held)
         elif held is None or kind is bool or kind is int:  # an int is a seq, a day or a count: never an amount
             continue
         elif kind is tuple and all(hasattr(r, "__attrs_attrs__") for r in held):
             for inner in held:
-                amounts, dates = memo(inner, "_comms_figures", _record_figures)
-                known.amounts.update(amounts)
-                known.dates.update(dates)
-        else:  # anything else (pairs of amounts, an instant) as its JSON shows it
+                inner_amounts, inner_dates = memo(inner, "_comms_figures", _record_figures)
+                amounts.update(inner_amounts)
+                dates.update(inner_dates)
+        elif isinstance(held, _REAL_DATE) and not isinstance(held, _REAL_DATETIME):
+            dates.add(held)  # a date made while freezegun runs (its fake class): what its JSON shows
+        elif kind is tuple and all(type(pair) is tuple and all(type(v) is int or type(v) is Money for v in pair)
+                                   for pair in held):
+            # pairs of a seq and an amount (a payment's allocations): the amounts, as their JSON shows them
+            amounts.update(abs(v.to_decimal()).normalize() for pair in held for v in pair if type(v) is Money)
+        else:  # anything else (an instant) as its JSON shows it
             whole = whole if whole is not None else to_json(record)
-            known._absorb(whole[name])
-    return frozenset(known.amounts), frozenset(known.dates)
+            _figures_of(whole[name], amounts, dates)
+    return frozenset(amounts), frozenset(dates)
 
 
 # The real date class, even when this module is first imported while freezegun runs (``date`` is then its fake,
 # whose base is the real one).
 _REAL_DATE = next(c for c in date.__mro__ if c.__module__ == "datetime" and c.__name__ == "date")
+_REAL_DATETIME = next(c for c in datetime.__mro__ if c.__module__ == "datetime" and c.__name__ == "datetime")
 
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}
