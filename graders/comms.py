@@ -38,7 +38,7 @@ import contextlib
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -171,8 +171,9 @@ class _Known:
         self.counts: set[int] = set()
         self._episode = episode
         #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
-        self._sources = [self._read_plans, self._read_records, self._read_call_days, self._read_calls,
-                         self._read_texts]
+        self._sources = [self._read_plans, self._read_own_records, self._read_plan_records,
+                         self._read_payment_records, self._read_call_days, self._read_calls, self._read_texts]
+        self._records: list[Any] | None = None
         self._minor: dict[tuple[str, int], frozenset[int]] = {}
 
     @classmethod
@@ -206,11 +207,27 @@ class _Known:
                 if plan is not None:
                     self._read_plan(plan)
 
-    def _read_records(self) -> None:
-        """Every figure the target's records show, before and after."""
+    def _read_own_records(self) -> None:
+        """Every figure the target's records show, before and after, but their plans' and payments': the customer,
+        policies, premium changes, fees and credits (a few fields each)."""
+        self._read_records(lambda table: table not in ("plans", "payments"))
+
+    def _read_plan_records(self) -> None:
+        """Every figure the target's plans show, before and after (each instalment's amounts and dates)."""
+        self._read_records(lambda table: table == "plans")
+
+    def _read_payment_records(self) -> None:
+        """Every figure the target's payments show (a long history, most of it older than the episode)."""
+        self._read_records(lambda table: table == "payments")
+
+    def _read_records(self, wanted: Callable[[str], bool]) -> None:
+        """Every figure the target's records of the tables ``wanted`` takes show, before and after."""
         episode = self._episode
-        for state in (episode.initial_state, episode.final_state):
-            for record in _target_records(episode, state):
+        if self._records is None:
+            self._records = [r for state in (episode.initial_state, episode.final_state)
+                             for r in _target_records(episode, state)]
+        for record in self._records:
+            if wanted(record.table):
                 amounts, dates = memo(record, "_comms_figures", _record_figures)
                 for amount in amounts:  # a record's amounts are all in its currency (a plan's instalments too)
                     self._amount(amount, getattr(record, "currency", None))
