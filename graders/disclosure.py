@@ -83,13 +83,18 @@ _PHONE = re.compile(r"\+?\(?\d[\d\s().-]{5,}\d")
 _ID_TABLES = ("customers", "policies", "plans", "fees", "payments", "credits", "premium_changes")
 
 
-@functools.lru_cache(maxsize=65536)
-def _fold(word: str) -> str:
-    """A word as compared: accents dropped, case folded, apostrophes unified."""
-    if word.isascii():
-        return word.casefold()
-    stripped = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+def _folded(text: str) -> str:
+    """``text`` as compared: accents dropped, case folded, apostrophes unified. Each character is folded on its
+    own (the accents dropped are those decomposition puts after a letter), so the folded text holds each of its
+    words folded."""
+    if text.isascii():
+        return text.casefold()
+    stripped = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return stripped.casefold().replace("’", "'")
+
+
+#: A word as compared (see :func:`_folded`), kept per process: the same words come back in every text.
+_fold = functools.lru_cache(maxsize=65536)(_folded)
 
 
 def _words(text: str) -> list[tuple[str, str, int, int]]:
@@ -351,9 +356,11 @@ def _ids(index: _Index, text: str, add: Any) -> None:
 
 
 def _names(index: _Index, text: str, add: Any) -> None:
+    families = index.everyone.by_family
+    if not any(map(_folded(text).__contains__, families)):
+        return  # no family name of anyone's in it: most texts (a word of the text, folded, is in the text folded)
     words = _words(text)
     folded = [w for w, *_ in words]
-    families = index.everyone.by_family
     for i, (word, _written, start, _end) in enumerate(words):
         if word not in families:
             continue  # most words are nobody's family name
