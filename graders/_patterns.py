@@ -97,7 +97,7 @@ def compile_pattern(pattern: str, flags: int = 0) -> Pattern:
 
 
 def _required(regex: re.Pattern[str]) -> Needs | None:
-    """What every match of ``regex`` holds (lower case, ASCII), or None when nothing is known."""
+    """What every match of ``regex`` holds (lower case: see :func:`_plain`), or None when nothing is known."""
     if _sre is None:
         return None
     try:
@@ -183,12 +183,12 @@ def _best(sets: _Sets) -> _Sets:
 
 
 def _literal_strings(op: Any, av: Any) -> set[str] | None:
-    """The strings (lower case, printable ASCII) one parsed item matches, when it matches only a few fixed strings
+    """The strings (lower case: see :func:`_plain`) one parsed item matches, when it matches only a few fixed strings
     (a literal, a class of literals, a group or an alternation of runs of them); else None."""
     if op is _sre.LITERAL:
-        return {chr(av).lower()} if 32 <= av < 127 else None
+        return {chr(av).lower()} if _plain(av) else None
     if op is _sre.IN:
-        if len(av) > 8 or not all(o is _sre.LITERAL and 32 <= a < 127 for o, a in av):
+        if len(av) > 8 or not all(o is _sre.LITERAL and _plain(a) for o, a in av):
             return None
         return {chr(a).lower() for _o, a in av}
     if op is _sre.SUBPATTERN:
@@ -202,6 +202,15 @@ def _literal_strings(op: Any, av: Any) -> set[str] | None:
             found |= strings
         return found if len(found) <= _MAX_STRINGS else None
     return None
+
+
+def _plain(code: int) -> bool:
+    """Whether a literal character is compared as its lower case: printable ASCII, or a character without case
+    (a dash, an ellipsis), which only itself matches when case is ignored."""
+    if 32 <= code < 127:
+        return True
+    char = chr(code)
+    return code >= 127 and char.lower() == char == char.upper() and not char.isspace() and char.isprintable()
 
 
 def _fixed(items: Any) -> set[str] | None:

@@ -342,8 +342,12 @@ _SPECIFIC = _rx(r"\b(?:else|other|others|otherwise|only|already|paid|next|regula
 # -- reading -----------------------------------------------------------------------------------------------
 
 
+#: Markdown emphasis and code marks, and emoji: dropped, every one of them, before a text is read.
+_MARKUP = re.compile(r"[*_`\u2600-\u27bf\U0001f300-\U0001faff]+")
+
+
 def _sentences(text: str) -> Iterator[str]:
-    text = re.sub(r"[*_`]{1,3}|[\u2600-\u27bf\U0001f300-\U0001faff]", "", text)
+    text = _MARKUP.sub("", text)
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("|"):
@@ -352,11 +356,13 @@ def _sentences(text: str) -> Iterator[str]:
         yield from (s for s in re.split(r"(?<=[.!?…])\s+(?=\S)", line) if s.strip())
 
 
-_CUT = _rx(r"\s*;\s+|:\s+|\s+[—–-]\s+(?!(?:twice|two times|again)\b)|"
+# Every cut opens with a space or one of ;:,() (the lookahead says so, so that a position that cannot open one is
+# passed over at once, not tried against each alternative).
+_CUT = _rx(r"(?=[\s;:,()])(?:\s*;\s+|:\s+|\s+[—–-]\s+(?!(?:twice|two times|again)\b)|"
            r",\s+(?=(?:but|so|and|which|who|while|though|although|meaning|since)\b)|\s+but\s+|\s+and,\s+|"
            r"\s+so\s+(?=(?:i|we|your|the|nothing|it|you|that|there)\b)|"
            r"\s+and\s+(?=(?:also\s+)?(?:i|i've|we|we've|your|the|nothing|none|no|it's|it is|moved|set|waived|removed|"
-           r"cancelled|refunded|applied|stopped|deferred|split|marked)\b)|\s*\((?=[^)]*\))|\)\s*")
+           r"cancelled|refunded|applied|stopped|deferred|split|marked)\b)|\s*\((?=[^)]*\))|\)\s*)")
 
 
 _LABEL = _rx(r"^\W*(?:your\s+)?(?:request|what you asked(?: for)?|you asked|question|the ask)\s*:")

@@ -176,6 +176,11 @@ class _Known:
         self._records: list[Any] | None = None
         self._minor: dict[tuple[str, int], frozenset[int]] = {}
 
+    @functools.cached_property
+    def plans(self) -> list[Any]:
+        """The target's plans (in the final state)."""
+        return _plans(self._episode)
+
     @classmethod
     def blank(cls) -> _Known:
         """Sets to collect figures into, of no episode (what one record shows)."""
@@ -201,10 +206,11 @@ class _Known:
     def _read_plans(self) -> None:
         """The target's plans before and after: their totals and instalment amounts."""
         episode = self._episode
-        plans = _plans(episode)
+        read: set[int] = set()
         for state in (episode.initial_state, episode.final_state):
-            for plan in (state.get("plans", p.id) for p in plans):
-                if plan is not None:
+            for plan in (state.get("plans", p.id) for p in self.plans):
+                if plan is not None and id(plan) not in read:  # a plan the episode left alone is read once
+                    read.add(id(plan))
                     self._read_plan(plan)
 
     def _read_own_records(self) -> None:
@@ -223,9 +229,9 @@ class _Known:
     def _read_records(self, wanted: Callable[[str], bool]) -> None:
         """Every figure the target's records of the tables ``wanted`` takes show, before and after."""
         episode = self._episode
-        if self._records is None:
-            self._records = [r for state in (episode.initial_state, episode.final_state)
-                             for r in _target_records(episode, state)]
+        if self._records is None:  # each record once: most are the same objects before and after
+            self._records = list({id(r): r for state in (episode.initial_state, episode.final_state)
+                                  for r in _target_records(episode, state)}.values())
         for record in self._records:
             if wanted(record.table):
                 amounts, dates = memo(record, "_comms_figures", _record_figures)
@@ -554,7 +560,7 @@ def _recipients(episode: Any, allowed: set[str]) -> tuple[Check, list[dict[str, 
 
 def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check, list[dict[str, Any]]]:
     known = _Known(episode)
-    plans = _plans(episode)
+    plans = known.plans
     currencies = {p.currency for p in plans}
     exponents = {p.currency: exponent(p.currency) for p in plans}
     bad = []

@@ -184,8 +184,11 @@ class _Index:
         self.party_people = party_people
         self.party_names = {p.full for p in party_people}
         self.party_families = {p.family for p in party_people if p.family}
-        self.party_emails = {p.email for p in party_people} | {
-            e.casefold() for e in _EMAIL.findall(episode.request)}
+
+    @functools.cached_property
+    def party_emails(self) -> set[str]:
+        """The parties' e-mail addresses and those the request gives (folded): read when a text gives one."""
+        return {p.email for p in self.party_people} | {e.casefold() for e in _EMAIL.findall(self.episode.request)}
 
     def by_family(self, word: str) -> list[_Person]:
         """The third parties whose family name starts with ``word`` (folded), unless a party has their name."""
