@@ -69,16 +69,20 @@ _SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
 _NAMES = {"euro": "EUR", "euros": "EUR", "dollar": "USD", "dollars": "USD", "pound": "GBP", "pounds": "GBP",
           "sterling": "GBP", "yen": "JPY", "dinar": "KWD", "dinars": "KWD", "franc": "CHF", "francs": "CHF"}
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# Each pattern opens with a lookahead for the characters one of its matches can open with (a code's first letter, a
+# symbol, a digit; a month's first letter): a position that cannot open one is passed over at once.
 _MONEY = re.compile(
-    rf"(?:(?P<pre>\b(?:{_CODES})\b|[$€£¥])\s?(?P<a>{_NUM}))"
-    rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b))?)")
+    rf"(?=[{''.join(sorted({c[0] for c in EXPONENTS}))}$€£¥\d])"
+    rf"(?:(?:(?P<pre>\b(?:{_CODES})\b|[$€£¥])\s?(?P<a>{_NUM}))"
+    rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b))?))")
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                        "september", "october", "november", "december"), 1)}
 _MONTH = "|".join(_MONTHS) + "|" + "|".join(m[:3] for m in _MONTHS)
 _DATES = re.compile(
-    rf"\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
+    rf"(?=[{''.join(sorted({m[0] for m in _MONTHS}))}\d])"
+    rf"(?:\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
     rf"|\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\.?,?\s+(?P<y1>\d{{4}})\b"
-    rf"|\b(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})\b", re.I)
+    rf"|\b(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})\b)", re.I)
 #: The largest count a split takes (the policy's), and the largest count a text may state that an amount is
 #: divided by or multiplied by (days in a term, months).
 MAX_SPLIT, MAX_COUNT = 12, 400

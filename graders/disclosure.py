@@ -77,9 +77,11 @@ _AT = compile_pattern(r"\s*(?:\[at\]|\(at\)|\{at\})\s*", re.I)
 _DOT = compile_pattern(r"\s*(?:\[dot\]|\(dot\)|\{dot\})\s*", re.I)
 _SPELT = compile_pattern(r"([\w.+-]+)\s+at\s+([\w-]+(?:\s+dot\s+[\w-]+)+)", re.I)  # name at example dot com
 _SPELT_DOT = re.compile(r"\s+dot\s+", re.I)
-_ID_TOKEN = compile_pattern(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+", re.I)
+# A token never opens just after a letter: had one a letter before it, the token would open there (so the letters of
+# a word are not each tried as a start).
+_ID_TOKEN = compile_pattern(r"(?<![a-z])[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+", re.I)
 _LOOSE_ID = re.compile(r"\b([a-z]{2,4})[\s-]?(\d{2,})\b", re.I)
-_PHONE = re.compile(r"\+?\(?\d[\d\s().-]{5,}\d")
+_PHONE = re.compile(r"(?=[+(\d])\+?\(?\d[\d\s().-]{5,}\d")  # a number opens with a +, a ( or a digit
 _ID_TABLES = ("customers", "policies", "plans", "fees", "payments", "credits", "premium_changes")
 
 
