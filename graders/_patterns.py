@@ -20,7 +20,8 @@ from typing import Any
 # to learn what a pattern needs without writing it down twice. Should it ever change shape, every pattern runs
 # unfiltered (see ``_required``), which is slower and answers the same.
 try:
-    from re import _constants as _sre, _parser as _sre_parse  # type: ignore[attr-defined]
+    from re import _constants as _sre  # type: ignore[attr-defined]
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - an interpreter without them: nothing is filtered
     _sre = _sre_parse = None
 

@@ -569,7 +569,8 @@ class Facts:
     @functools.cached_property
     def _fees(self) -> list[tuple[Any, Any]]:
         initial, final = self.episode.initial_state, self.episode.final_state
-        return [(initial.get("fees", f.id), f) for _b, pl in self.plans for f in final.children("fees", "plan_id", pl.id)]
+        return [(initial.get("fees", f.id), f)
+                for _b, pl in self.plans for f in final.children("fees", "plan_id", pl.id)]
 
     @functools.cached_property
     def fee_waived(self) -> bool:

@@ -478,8 +478,9 @@ def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
 
 # The real date class, even when this module is first imported while freezegun runs (``date`` is then its fake,
 # whose base is the real one).
-_REAL_DATE = next(c for c in date.__mro__ if c.__module__ == "datetime" and c.__name__ == "date")
-_REAL_DATETIME = next(c for c in datetime.__mro__ if c.__module__ == "datetime" and c.__name__ == "datetime")
+_REAL_DATE: type[date] = next(c for c in date.__mro__ if c.__module__ == "datetime" and c.__name__ == "date")
+_REAL_DATETIME: type[datetime] = next(c for c in datetime.__mro__
+                                      if c.__module__ == "datetime" and c.__name__ == "datetime")
 
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}
