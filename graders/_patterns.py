@@ -39,6 +39,8 @@ _MAX_SETS, _MAX_BRANCHES = 3, 6
 
 #: What a match needs: any one of the branches; a branch, a string of each of its sets.
 Needs = tuple[tuple[tuple[str, ...], ...], ...]
+#: A pattern's needs not yet read.
+_UNREAD = object()
 
 
 class Pattern:
@@ -48,14 +50,22 @@ class Pattern:
         regex: The compiled expression.
     """
 
-    __slots__ = ("needs", "regex")
+    __slots__ = ("_needs", "regex")
 
     def __init__(self, regex: re.Pattern[str]) -> None:
         self.regex = regex
-        self.needs: Needs | None = _required(regex)
+        self._needs: Needs | None | object = _UNREAD
 
     def __repr__(self) -> str:
         return f"Pattern({self.regex.pattern!r}, needs={self.needs!r})"
+
+    @property
+    def needs(self) -> Needs | None:
+        """What every match holds, read off the expression on first use (parsing it again costs about as much as
+        compiling it: a process that never grades a text never pays it)."""
+        if self._needs is _UNREAD:
+            self._needs = _required(self.regex)
+        return self._needs  # type: ignore[return-value]
 
     def may_match(self, text: str) -> bool:
         """False only when no match of the expression can be in ``text``."""
