@@ -39,8 +39,9 @@ _MAX_SETS, _MAX_BRANCHES = 3, 6
 
 #: What a match needs: any one of the branches; a branch, a string of each of its sets.
 Needs = tuple[tuple[tuple[str, ...], ...], ...]
-#: A pattern's needs not yet read.
+#: A pattern's needs not yet read, and the patterns made whose needs are not yet read (all are read together).
 _UNREAD = object()
+_MADE: list[Pattern] = []
 
 
 class Pattern:
@@ -55,16 +56,23 @@ class Pattern:
     def __init__(self, regex: re.Pattern[str]) -> None:
         self.regex = regex
         self._needs: Needs | None | object = _UNREAD
+        _MADE.append(self)
 
     def __repr__(self) -> str:
         return f"Pattern({self.regex.pattern!r}, needs={self.needs!r})"
 
     @property
     def needs(self) -> Needs | None:
-        """What every match holds, read off the expression on first use (parsing it again costs about as much as
-        compiling it: a process that never grades a text never pays it)."""
+        """What every match holds, read off the expression when a pattern is first used (parsing it again costs
+        about as much as compiling it: a process that never grades a text never pays it). Every pattern made so
+        far is read then, at once, so the cost is paid once, at the first text graded."""
         if self._needs is _UNREAD:
-            self._needs = _required(self.regex)
+            while _MADE:
+                pattern = _MADE.pop()
+                if pattern._needs is _UNREAD:
+                    pattern._needs = _required(pattern.regex)
+            if self._needs is _UNREAD:
+                self._needs = _required(self.regex)
         return self._needs  # type: ignore[return-value]
 
     def may_match(self, text: str) -> bool:

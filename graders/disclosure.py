@@ -228,9 +228,10 @@ class _Index:
         state, then the final one (a record the episode created has its owner there)."""
         if folded not in self._owners:
             found = None
-            for state, changed in zip((self.episode.initial_state, self.episode.final_state), self._changed_ids,
-                                      strict=True):
-                found = _owner_in(state, folded, changed)
+            for i, state in enumerate((self.episode.initial_state, self.episode.final_state)):
+                if i not in self._changed_ids:
+                    self._changed_ids[i] = _overlay_ids(state)
+                found = _owner_in(state, folded, self._changed_ids[i])
                 if found is not None:
                     break
             self._owners[folded] = found
@@ -241,9 +242,10 @@ class _Index:
         return {}
 
     @functools.cached_property
-    def _changed_ids(self) -> tuple[dict[str, list[tuple[str, str]]], ...]:
-        """The ids of the records each state holds over its snapshot, as :func:`_base_ids` gives a snapshot's."""
-        return tuple(_overlay_ids(state) for state in (self.episode.initial_state, self.episode.final_state))
+    def _changed_ids(self) -> dict[int, dict[str, list[tuple[str, str]]]]:
+        """The ids of the records each state (0: initial, 1: final) holds over its snapshot, as :func:`_base_ids`
+        gives a snapshot's: each read when an id is first looked for in that state."""
+        return {}
 
 
 #: The tables whose ids a text may give away, with what the finding calls the id, in the order they are read.
