@@ -38,8 +38,8 @@ import contextlib
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import date
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -69,16 +69,20 @@ _SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
 _NAMES = {"euro": "EUR", "euros": "EUR", "dollar": "USD", "dollars": "USD", "pound": "GBP", "pounds": "GBP",
           "sterling": "GBP", "yen": "JPY", "dinar": "KWD", "dinars": "KWD", "franc": "CHF", "francs": "CHF"}
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# Each pattern opens with a lookahead for the characters one of its matches can open with (a code's first letter, a
+# symbol, a digit; a month's first letter): a position that cannot open one is passed over at once.
 _MONEY = re.compile(
-    rf"(?:(?P<pre>\b(?:{_CODES})\b|[$€£¥])\s?(?P<a>{_NUM}))"
-    rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b))?)")
+    rf"(?=[{''.join(sorted({c[0] for c in EXPONENTS}))}$€£¥\d])"
+    rf"(?:(?:(?P<pre>\b(?:{_CODES})\b|[$€£¥])\s?(?P<a>{_NUM}))"
+    rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b))?))")
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                        "september", "october", "november", "december"), 1)}
 _MONTH = "|".join(_MONTHS) + "|" + "|".join(m[:3] for m in _MONTHS)
 _DATES = re.compile(
-    rf"\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
+    rf"(?=[{''.join(sorted({m[0] for m in _MONTHS}))}\d])"
+    rf"(?:\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
     rf"|\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\.?,?\s+(?P<y1>\d{{4}})\b"
-    rf"|\b(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})\b", re.I)
+    rf"|\b(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})\b)", re.I)
 #: The largest count a split takes (the policy's), and the largest count a text may state that an amount is
 #: divided by or multiplied by (days in a term, months).
 MAX_SPLIT, MAX_COUNT = 12, 400
@@ -144,8 +148,10 @@ class _Known:
     """The amounts and dates the agent may state: the target's, and what it was shown about the target.
 
     Nothing is read until a text states a figure; then the sources are read cheapest first (the
-    request and the policy, the target's plans, every figure of the target's records, the days of
-    the calls, what the calls showed), each only when a figure is not found in those before it.
+    target's plans, every figure of the target's records, the days of the calls, what the calls
+    showed, and last the request and the policy: a policy text runs to pages, and a figure an agent
+    states is most often the customer's own), each only when a figure is not found in those before
+    it. What is known once everything is read does not depend on the order.
     A check that needs every figure (arithmetic, the nearest known amount) reads them all. Amounts
     are kept by currency (None: an amount whose currency nothing says, good for any) and sign-less
     (a decrease, a refund or a credit is stated as a positive amount).
@@ -169,9 +175,15 @@ class _Known:
         self.counts: set[int] = set()
         self._episode = episode
         #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
-        self._sources = [self._read_texts, self._read_plans, self._read_records, self._read_call_days,
-                         self._read_calls]
+        self._sources = [self._read_plans, self._read_own_records, self._read_plan_records,
+                         self._read_payment_records, self._read_call_days, self._read_calls, self._read_texts]
+        self._records: list[Any] | None = None
         self._minor: dict[tuple[str, int], frozenset[int]] = {}
+
+    @functools.cached_property
+    def plans(self) -> list[Any]:
+        """The target's plans (in the final state)."""
+        return _plans(self._episode)
 
     @classmethod
     def blank(cls) -> _Known:
@@ -198,17 +210,34 @@ class _Known:
     def _read_plans(self) -> None:
         """The target's plans before and after: their totals and instalment amounts."""
         episode = self._episode
-        plans = _plans(episode)
+        read: set[int] = set()
         for state in (episode.initial_state, episode.final_state):
-            for plan in (state.get("plans", p.id) for p in plans):
-                if plan is not None:
+            for plan in (state.get("plans", p.id) for p in self.plans):
+                if plan is not None and id(plan) not in read:  # a plan the episode left alone is read once
+                    read.add(id(plan))
                     self._read_plan(plan)
 
-    def _read_records(self) -> None:
-        """Every figure the target's records show, before and after."""
+    def _read_own_records(self) -> None:
+        """Every figure the target's records show, before and after, but their plans' and payments': the customer,
+        policies, premium changes, fees and credits (a few fields each)."""
+        self._read_records(lambda table: table not in ("plans", "payments"))
+
+    def _read_plan_records(self) -> None:
+        """Every figure the target's plans show, before and after (each instalment's amounts and dates)."""
+        self._read_records(lambda table: table == "plans")
+
+    def _read_payment_records(self) -> None:
+        """Every figure the target's payments show (a long history, most of it older than the episode)."""
+        self._read_records(lambda table: table == "payments")
+
+    def _read_records(self, wanted: Callable[[str], bool]) -> None:
+        """Every figure the target's records of the tables ``wanted`` takes show, before and after."""
         episode = self._episode
-        for state in (episode.initial_state, episode.final_state):
-            for record in _target_records(episode, state):
+        if self._records is None:  # each record once: most are the same objects before and after
+            self._records = list({id(r): r for state in (episode.initial_state, episode.final_state)
+                                  for r in _target_records(episode, state)}.values())
+        for record in self._records:
+            if wanted(record.table):
                 amounts, dates = memo(record, "_comms_figures", _record_figures)
                 for amount in amounts:  # a record's amounts are all in its currency (a plan's instalments too)
                     self._amount(amount, getattr(record, "currency", None))
@@ -349,9 +378,9 @@ class _Known:
             self.operands.setdefault(key, set()).add(value)
 
     def _date_text(self, value: str) -> None:
-        if _ISO_IN_DATA.match(value):
-            with contextlib.suppress(ValueError):  # 2026-02-30 in a record would be a bug elsewhere, not a date
-                self.dates.add(date.fromisoformat(value[:10]))
+        when = _iso_date(value)
+        if when is not None:
+            self.dates.add(when)
 
     def _absorb(self, value: Any, currency: str | None = None) -> None:
         """The amounts and dates ``value`` (JSON) holds: an amount is a decimal string, in the currency the
@@ -365,11 +394,45 @@ class _Known:
                 stack.extend((inner, cur) for inner in v.values())
             elif isinstance(v, (list, tuple)):
                 stack.extend((inner, cur) for inner in v)
-            elif isinstance(v, str):
+            elif isinstance(v, str) and _may_be_figure(v):
                 if _AMOUNT_IN_DATA.match(v):
                     self._amount(Decimal(v), cur)
                 else:
                     self._date_text(v)
+
+
+def _may_be_figure(text: str) -> bool:
+    """Whether ``text`` may be an amount or an ISO date (both open with a digit or a minus sign): most strings of
+    a record or a call (ids, statuses, names) are neither, and need no pattern run to say so."""
+    first = text[:1]
+    return first == "-" or first.isdecimal()
+
+
+def _iso_date(text: str) -> date | None:
+    """The date an ISO date or instant (``2026-05-15``, ``2026-05-15T09:00:00Z``) opens with, or None."""
+    if _ISO_IN_DATA.match(text):
+        with contextlib.suppress(ValueError):  # 2026-02-30 in a record would be a bug elsewhere, not a date
+            return date.fromisoformat(text[:10])
+    return None
+
+
+def _figures_of(value: Any, amounts: set[Decimal], dates: set[date]) -> None:
+    """Add the amounts (sign-less, normalised) and dates ``value`` (JSON) holds, as :meth:`_Known._absorb` reads
+    them, to ``amounts`` and ``dates``: what one record shows, whatever currency it is in."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, str) and _may_be_figure(v):
+            if _AMOUNT_IN_DATA.match(v):
+                amounts.add(abs(Decimal(v)).normalize())
+            else:
+                when = _iso_date(v)
+                if when is not None:
+                    dates.add(when)
 
 
 def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
@@ -381,33 +444,43 @@ def _record_figures(record: Any) -> tuple[frozenset[Decimal], frozenset[date]]:
     """
     from simworld._world.models import to_json
 
-    known = _Known.blank()
+    amounts: set[Decimal] = set()
+    dates: set[date] = set()
     whole: dict[str, Any] | None = None
     for name in _field_names(type(record)):
         held = getattr(record, name)
         kind = type(held)
         if kind is str:
-            known._absorb(held)
+            if _may_be_figure(held):
+                _figures_of(held, amounts, dates)
         elif kind is Money:
-            known._amount(held.to_decimal())
+            amounts.add(abs(held.to_decimal()).normalize())
         elif kind is _REAL_DATE:
-            known.dates.add(held)
+            dates.add(held)
         elif held is None or kind is bool or kind is int:  # an int is a seq, a day or a count: never an amount
             continue
         elif kind is tuple and all(hasattr(r, "__attrs_attrs__") for r in held):
             for inner in held:
-                amounts, dates = memo(inner, "_comms_figures", _record_figures)
-                known.amounts.update(amounts)
-                known.dates.update(dates)
-        else:  # anything else (pairs of amounts, an instant) as its JSON shows it
+                inner_amounts, inner_dates = memo(inner, "_comms_figures", _record_figures)
+                amounts.update(inner_amounts)
+                dates.update(inner_dates)
+        elif isinstance(held, _REAL_DATE) and not isinstance(held, _REAL_DATETIME):
+            dates.add(held)  # a date made while freezegun runs (its fake class): what its JSON shows
+        elif kind is tuple and all(type(pair) is tuple and all(type(v) is int or type(v) is Money for v in pair)
+                                   for pair in held):
+            # pairs of a seq and an amount (a payment's allocations): the amounts, as their JSON shows them
+            amounts.update(abs(v.to_decimal()).normalize() for pair in held for v in pair if type(v) is Money)
+        else:  # anything else (an instant) as its JSON shows it
             whole = whole if whole is not None else to_json(record)
-            known._absorb(whole[name])
-    return frozenset(known.amounts), frozenset(known.dates)
+            _figures_of(whole[name], amounts, dates)
+    return frozenset(amounts), frozenset(dates)
 
 
 # The real date class, even when this module is first imported while freezegun runs (``date`` is then its fake,
 # whose base is the real one).
-_REAL_DATE = next(c for c in date.__mro__ if c.__module__ == "datetime" and c.__name__ == "date")
+_REAL_DATE: type[date] = next(c for c in date.__mro__ if c.__module__ == "datetime" and c.__name__ == "date")
+_REAL_DATETIME: type[datetime] = next(c for c in datetime.__mro__
+                                      if c.__module__ == "datetime" and c.__name__ == "datetime")
 
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}
@@ -492,7 +565,7 @@ def _recipients(episode: Any, allowed: set[str]) -> tuple[Check, list[dict[str, 
 
 def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check, list[dict[str, Any]]]:
     known = _Known(episode)
-    plans = _plans(episode)
+    plans = known.plans
     currencies = {p.currency for p in plans}
     exponents = {p.currency: exponent(p.currency) for p in plans}
     bad = []

@@ -1,0 +1,108 @@
+"""graders._patterns: a pattern is run only on a text that can hold a match, and answers exactly as re does."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import graders.claims as claims
+import graders.disclosure as disclosure
+from graders._patterns import FOLDS_TO_ASCII, Pattern, compile_pattern
+
+#: Every filtered pattern the text graders search with, by name.
+PATTERNS: dict[str, Pattern] = {
+    **{f"claims.{name}": p for name, p in vars(claims).items() if isinstance(p, Pattern)},
+    **{f"claims.{kind}": p for kind, p in claims._PATTERNS},
+    **{f"claims.base.{kind}": p for kind, p in claims._BASE},
+    **{f"disclosure.{name}": p for name, p in vars(disclosure).items() if isinstance(p, Pattern)},
+}
+
+
+def _pieces(pattern: Pattern) -> list[str]:
+    """The strings a pattern's matches need, as written and in capitals: what a text that nearly matches holds."""
+    strings = {s for branch in pattern.needs or () for group in branch for s in group}
+    folded = {s.replace("s", "\u017f").replace("k", "\u212a").replace("i", "\u0131") for s in strings}
+    return sorted(strings | folded | {s.upper() for s in strings} | {s.title() for s in strings})
+
+
+_WORDS = ["the", "fee", "has", "been", "your", "I've", "we", "payment", "instalments", "moved", "to", "15th", "is",
+          "now", "will", "not", "can't", "2026-05-15", "333.34", "USD", "pln_012", "jon.park@example.com", "Park",
+          "\n", ".", ",", ";", " - ", "—", "’", "(", ")", "’s", "İ", "ı", "ſ", "K", "é", "  "]
+
+
+@st.composite
+def texts_near(draw: st.DrawFn, pattern: Pattern) -> str:
+    """A text of the pattern's own needed strings, common words and folding characters, in any order."""
+    vocabulary = _pieces(pattern) + _WORDS
+    parts = draw(st.lists(st.one_of(st.sampled_from(vocabulary), st.text(max_size=3)), max_size=14))
+    joints = draw(st.lists(st.sampled_from(["", " ", "  ", "\n"]), min_size=len(parts), max_size=len(parts)))
+    return "".join(p + j for p, j in zip(parts, joints, strict=True))
+
+
+class TestWhatAMatchNeeds:
+    def test_every_grader_pattern_knows_what_it_needs(self) -> None:
+        """Each clause pattern of the claims grader has strings to look for (else it would run on every clause)."""
+        unfiltered = [kind for kind, p in claims._PATTERNS + claims._BASE if p.needs is None]
+        assert unfiltered == []
+
+    def test_a_run_of_literals_and_a_gap(self) -> None:
+        """A pattern needs each of its literal runs: the longer (rarer) first."""
+        p = compile_pattern(r"\bfee\b.{0,10}?\bwaived\b", re.I)
+        assert p.needs == ((("waived",), ("fee",)),)
+
+    def test_an_alternation_needs_one_of_its_branches(self) -> None:
+        """A branch of literals is one set of strings; branches of several parts are kept apart."""
+        assert compile_pattern(r"\b(?:fees?|charges?)\b").needs == ((("charge", "fee"),),)
+        assert compile_pattern(r"fee.*waived|refund.*sent").needs == ((("waived",), ("fee",)),
+                                                                     (("refund",), ("sent",)))
+
+    def test_what_may_be_absent_is_not_needed(self) -> None:
+        """An optional part, a class, a lookaround and a branch that needs nothing add no need."""
+        assert compile_pattern(r"(?:very )?\d+").needs is None
+        assert compile_pattern(r"fee|\d+").needs is None
+        assert compile_pattern(r"(?<!no )fee").needs == ((("fee",),),)
+
+    def test_a_text_without_the_words_is_not_searched(self) -> None:
+        """may_match is False only when none of the needed strings is in the text (in any case)."""
+        p = compile_pattern(r"\bfee\b.{0,10}?\bwaived\b", re.I)
+        assert not p.may_match("the due date moved")
+        assert not p.may_match("the fee stays")
+        assert p.may_match("the FEE was WAIVED")
+
+    def test_a_text_with_a_folding_character_is_searched(self) -> None:
+        """A character that an ASCII letter matches when case is ignored (the long s for s) sends the text to re
+        unfiltered: its lower case is not what re compares."""
+        p = compile_pattern(r"\bpast\b", re.I)
+        assert p.regex.search("pa\u017ft")
+        assert p.may_match("pa\u017ft") and p.search("pa\u017ft")
+
+    def test_folds_to_ascii_is_every_such_character(self) -> None:
+        """FOLDS_TO_ASCII is exactly the characters outside ASCII that re matches to an ASCII letter ignoring case,
+        and holds every character whose lower case is longer than itself."""
+        letter = re.compile(r"[a-z]", re.I)
+        found = {chr(c) for c in range(128, sys.maxunicode + 1) if letter.match(chr(c))}
+        longer = {chr(c) for c in range(sys.maxunicode + 1) if len(chr(c).lower()) != 1}
+        assert found == FOLDS_TO_ASCII
+        assert longer <= FOLDS_TO_ASCII
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_a_filtered_pattern_answers_as_re(name: str, data: st.DataObject) -> None:
+    """On texts made of the words a pattern looks for, each method answers exactly as the expression's own."""
+    pattern = PATTERNS[name]
+    text = data.draw(texts_near(pattern))
+    rx = pattern.regex
+    if rx.search(text):
+        assert pattern.may_match(text), f"{name} skipped a text it matches: {text!r}"
+    found, expected = pattern.search(text), rx.search(text)
+    assert (found and found.span()) == (expected and expected.span())
+    assert pattern.sub("#", text) == rx.sub("#", text)
+    assert pattern.split(text) == rx.split(text)
+    assert [m.span() for m in pattern.finditer(text)] == [m.span() for m in rx.finditer(text)]
+    assert pattern.findall(text) == rx.findall(text)
