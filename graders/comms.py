@@ -78,6 +78,9 @@ _MONEY = re.compile(
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                        "september", "october", "november", "december"), 1)}
 _MONTH = "|".join(_MONTHS) + "|" + "|".join(m[:3] for m in _MONTHS)
+#: Each month's number by its first three letters, matched as :data:`_DATES` matches them: ignoring case as ``re``
+#: folds it, so that a name it reads as a month ("ſep", with a long s) is that month.
+_MONTH_NUMBERS = tuple((re.compile(m[:3], re.I), i) for m, i in _MONTHS.items())
 _DATES = re.compile(
     rf"(?=[{''.join(sorted({m[0] for m in _MONTHS}))}\d])"
     rf"(?:\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
@@ -536,7 +539,7 @@ def _dates_in(text: str) -> tuple[tuple[date, str], ...]:
             else:
                 day, month, year = ((m.group("d1"), m.group("m1"), m.group("y1")) if m.group("d1")
                                     else (m.group("d2"), m.group("m2"), m.group("y2")))
-                number = next(i for name, i in _MONTHS.items() if name.startswith(month.lower()[:3]))
+                number = next(i for start, i in _MONTH_NUMBERS if start.match(month))
                 out.append((date(int(year), number, int(day)), m.group(0)))
         except ValueError:
             out.append((date.min, m.group(0)))  # 2026-02-30: no such date, so nobody's
