@@ -21,13 +21,17 @@ only a list that holds ``null``), and with paths to let through (``except``). Na
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from fnmatch import fnmatchcase
+import fnmatch
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from simworld._grading.projection import group_key, group_records, record_paths
+import attrs
+import orjson
+
+from simworld._grading.projection import Projection, group_key, group_records, record_paths
 from simworld._grading.verdict import Check, Verdict
-from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES
+from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, to_json
 
 DEFAULT = ("paid_instalments", "currency", "outside_target")
 PAID = ["paid", "partially_paid"]
@@ -41,6 +45,9 @@ NAMED: dict[str, list[dict[str, Any]]] = {
     "currency": [{"path": "*/currency"}],
     "outside_target": [{"outside_target": True}],
 }
+_JUDGED = frozenset(BUSINESS_TABLES) | frozenset(COMMS_TABLES)
+# Tables whose records are projected under their plan (see simworld._grading.projection.group_key).
+_BY_PARENT = frozenset({"payments", "credits"})
 
 
 def rules(patterns: Sequence[Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -67,20 +74,137 @@ def _target_prefixes(episode: Any) -> tuple[str, ...]:
     return tuple(prefixes)
 
 
-def _hit(rule: Mapping[str, Any], path: str, before: Mapping[str, Any], after: Mapping[str, Any],
-         targets: tuple[str, ...]) -> bool:
+@attrs.frozen(eq=False)
+class _Rule:
+    """One rule compiled: its glob as a matcher, and the one table its paths can lie in (None: any table).
+
+    Every projected path begins with its record's table, so a glob whose first segment is a plain name
+    can match only that table's paths; the rule is not even tried on another table's records.
+    """
+
+    name: str
+    outside_target: bool = False
+    match: Callable[[str], Any] | None = None
+    table: str | None = None
+    excepts: tuple[Callable[[str], Any], ...] = ()
+    where: tuple[tuple[str, Any], ...] = ()
+    after_where: tuple[tuple[str, Any], ...] = ()
+
+    def hit(self, path: str, before: Mapping[str, Any], after: Mapping[str, Any], targets: tuple[str, ...]) -> bool:
+        """Whether this rule forbids the change of ``path`` from ``before`` to ``after``."""
+        if self.outside_target:
+            return not path.startswith(targets)
+        if path not in before:  # patterns protect what existed; new records are judged by outside_target
+            return False
+        if self.match is None or self.match(path) is None:
+            return False
+        for excepted in self.excepts:
+            if excepted(path) is not None:
+                return False
+        if not self.where and not self.after_where:
+            return True
+        prefix = path.rsplit("/", 1)[0]
+        return (all(before.get(f"{prefix}/{field}") in allowed for field, allowed in self.where)
+                and all(after.get(f"{prefix}/{field}") in allowed for field, allowed in self.after_where))
+
+
+def _glob(pattern: str) -> Callable[[str], Any]:
+    """A matcher of ``pattern`` as :func:`fnmatch.fnmatchcase` reads it (``*`` crosses ``/``)."""
+    return re.compile(fnmatch.translate(pattern)).match
+
+
+def _compile(name: str, rule: Mapping[str, Any]) -> _Rule:
     if rule.get("outside_target"):
-        return not path.startswith(targets)
-    if path not in before:  # patterns protect what existed; new records are judged by outside_target
-        return False
-    if not fnmatchcase(path, rule["path"]):
-        return False
-    if any(fnmatchcase(path, e) for e in rule.get("except", [])):
-        return False
-    prefix = path.rsplit("/", 1)[0]
-    return (all(before.get(f"{prefix}/{field}") in allowed for field, allowed in rule.get("where", {}).items())
-            and all(after.get(f"{prefix}/{field}") in allowed
-                    for field, allowed in rule.get("after_where", {}).items()))
+        return _Rule(name, outside_target=True)
+    path = rule["path"]
+    first = path.split("/", 1)[0]
+    return _Rule(name, match=_glob(path), table=None if "/" not in path or _MAGIC.search(first) else first,
+                 excepts=tuple(_glob(e) for e in rule.get("except", [])),
+                 where=tuple(rule.get("where", {}).items()), after_where=tuple(rule.get("after_where", {}).items()))
+
+
+_MAGIC = re.compile(r"[*?[]")
+
+
+@attrs.frozen(eq=False)
+class _Compiled:
+    """A scenario's patterns compiled once per process: the rules each table's records are tried against."""
+
+    rules: tuple[_Rule, ...]
+    outside_target: bool
+    # Whether every ``where``/``after_where`` field is a field of the changed path's own record part (no ``/``):
+    # then judging a plan needs only the instalments that changed (see _plan_changes).
+    local_fields: bool
+    by_table: dict[str, tuple[_Rule, ...]]
+
+    def for_table(self, table: str) -> tuple[_Rule, ...]:
+        """The rules that can match a path of ``table``."""
+        found = self.by_table.get(table)
+        if found is None:
+            found = self.by_table[table] = tuple(r for r in self.rules if r.table is None or r.table == table)
+        return found
+
+
+_COMPILED: dict[bytes, _Compiled] = {}
+_COMPILED_SIZE = 256
+
+
+def _compiled(patterns: Sequence[Any]) -> _Compiled:
+    """``patterns`` compiled (see :class:`_Compiled`), once per process for the same patterns."""
+    try:
+        key: bytes | None = orjson.dumps(patterns, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not JSON values: compile every time
+        key = None
+    found = _COMPILED.get(key) if key is not None else None
+    if found is None:
+        compiled = tuple(_compile(name, rule) for name, rule in rules(patterns))
+        found = _Compiled(compiled, any(r.outside_target for r in compiled),
+                          all("/" not in field for r in compiled for field, _ in (*r.where, *r.after_where)), {})
+        if key is not None:
+            if len(_COMPILED) >= _COMPILED_SIZE:
+                _COMPILED.clear()
+            _COMPILED[key] = found
+    return found
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Projection] | None:
+    """The projections of plan ``plan_id`` before and after, cut to the paths that can differ: the plan's own
+    fields, and the instalments (by seq) whose fields are not all the same. None where the shortcut does not
+    hold (a plan missing on one side, filed under another id, with a repeated seq, or with a field that is
+    not a plain value): then the whole projection is compared.
+
+    A change of a plan's schedule leaves most of its instalments as they were, and projecting all of them
+    on both sides was most of what judging a change cost; the paths left out are equal on both sides, so
+    no rule can find them changed.
+    """
+    if old is None or new is None or old.id != plan_id or new.id != plan_id:
+        return None
+    before, after = to_json(old), to_json(new)
+    old_items, new_items = before.pop("instalments"), after.pop("instalments")
+    if not all(type(v) in _SCALARS for v in (*before.values(), *after.values())):
+        return None
+    old_by_seq = {i["seq"]: i for i in old_items}
+    new_by_seq = {i["seq"]: i for i in new_items}
+    if len(old_by_seq) != len(old_items) or len(new_by_seq) != len(new_items) or \
+            not all(type(seq) is int for seq in (*old_by_seq, *new_by_seq)):
+        return None
+    prefix = f"plans/{plan_id}"
+    cut_before = {f"{prefix}/{k}": v for k, v in before.items()}
+    cut_after = {f"{prefix}/{k}": v for k, v in after.items()}
+    for side, mine, theirs in ((cut_before, old_by_seq, new_by_seq), (cut_after, new_by_seq, old_by_seq)):
+        for seq, item in mine.items():
+            if theirs.get(seq) == item:
+                continue  # the same instalment on both sides: none of its paths changed
+            where = f"{prefix}/instalments/{seq}"
+            for k, v in item.items():
+                if k != "seq" and k != "id":
+                    if type(v) not in _SCALARS:
+                        return None
+                    side[f"{where}/{k}"] = v
+    return cut_before, cut_after
 
 
 def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdict:
@@ -91,34 +215,49 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
         patterns: Named patterns or ``{"path": GLOB, "where": {FIELD: [VALUES]}, "after_where": {FIELD: [VALUES]},
             "except": [GLOBS]}``.
     """
-    compiled = rules(patterns)
+    compiled = _compiled(patterns)
     initial = episode.initial_state
-    targets = _target_prefixes(episode)
+    targets: tuple[str, ...] | None = None
     found: dict[tuple[str, str], dict[str, Any]] = {}
     previous = initial
-    business = set(BUSINESS_TABLES) | set(COMMS_TABLES)
     last: dict[tuple[str, str], tuple[Any, ...]] = {}
     for event, state in zip(episode.events, episode.states, strict=True):
         if state is previous:
             continue
+        # Only the records this state changed can hold a path not yet judged: a group whose records are those
+        # of the last state it was judged in has nothing new.
+        was = previous.overlay
         previous = state
-        groups = {group_key(state, *k) for k in state.overlay
-                  if k[0] in business and state.get(*k) is not initial.get(*k)}
+        groups = {group_key(state, *k) for k, record in state.overlay.items()
+                  if k[0] in _JUDGED and record is not was.get(k)}
         for group in sorted(groups):
             held = group_records(state, *group)
-            if last.get(group) is not None and len(last[group]) == len(held) and all(
-                    a is b for a, b in zip(last[group], held, strict=True)):
+            seen = last.get(group)
+            if seen is not None and len(seen) == len(held) and all(a is b for a, b in zip(seen, held, strict=True)):
                 continue  # the same records as at the last change: every path they break is already found
             last[group] = held
-            before = record_paths(initial, *group)
-            after = record_paths(state, *group)
+            table = group[0]
+            judged = compiled.for_table(table)
+            if not judged:
+                continue
+            if not compiled.outside_target and initial.get(*group) is None and table not in _BY_PARENT:
+                continue  # a record the episode made: only outside_target judges new paths
+            cut = None
+            if table == "plans" and compiled.local_fields:
+                cut = _plan_changes(group[1], initial.get("plans", group[1]), held[0])
+            before, after = cut if cut is not None else (record_paths(initial, *group), record_paths(state, *group))
             for path in sorted(set(before) | set(after)):
-                if before.get(path) == after.get(path):
+                was_value, now = before.get(path), after.get(path)
+                if was_value == now:
                     continue
-                for name, rule in compiled:
-                    if (path, name) not in found and _hit(rule, path, before, after, targets):
-                        found[(path, name)] = {"path": path, "pattern": name, "seq": event.seq, "tool": event.tool,
-                                               "before": before.get(path), "after": after.get(path)}
+                for rule in judged:
+                    if (path, rule.name) in found:
+                        continue
+                    if rule.outside_target and targets is None:
+                        targets = _target_prefixes(episode)
+                    if rule.hit(path, before, after, targets or ()):
+                        found[(path, rule.name)] = {"path": path, "pattern": rule.name, "seq": event.seq,
+                                                    "tool": event.tool, "before": was_value, "after": now}
     violations = sorted(found.values(), key=lambda v: (v["seq"], v["path"], v["pattern"]))
     detail = "nothing forbidden changed" if not violations else "; ".join(
         f"{v['path']} changed by {v['tool']} (seq {v['seq']}, {v['pattern']})" for v in violations[:5])
