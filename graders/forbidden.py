@@ -90,12 +90,9 @@ class _Rule:
     where: tuple[tuple[str, Any], ...] = ()
     after_where: tuple[tuple[str, Any], ...] = ()
 
-    def hit(self, path: str, before: Mapping[str, Any], after: Mapping[str, Any], targets: tuple[str, ...]) -> bool:
-        """Whether this rule forbids the change of ``path`` from ``before`` to ``after``."""
-        if self.outside_target:
-            return not path.startswith(targets)
-        if path not in before:  # patterns protect what existed; new records are judged by outside_target
-            return False
+    def hit(self, path: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+        """Whether this glob rule forbids the change of ``path``, a path the projection ``before`` holds, to its
+        value in ``after`` (the outside_target rule is judged by the caller, from the path alone)."""
         if self.match is None or self.match(path) is None:
             return False
         for excepted in self.excepts:
@@ -167,41 +164,58 @@ def _compiled(patterns: Sequence[Any]) -> _Compiled:
     return found
 
 
-_SCALARS = (str, int, float, bool, type(None))
+# Values that are their own JSON: a field holding one is projected as it is.
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _own_fields(plan: Any) -> dict[str, Any] | None:
+    """A plan's fields but its instalments, as its JSON has them (None if one is not a plain value)."""
+    out = {}
+    for field in attrs.fields(type(plan)):
+        if field.name != "instalments":
+            value = getattr(plan, field.name)
+            if type(value) not in _PLAIN:
+                return None
+            out[field.name] = value
+    return out
 
 
 def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Projection] | None:
     """The projections of plan ``plan_id`` before and after, cut to the paths that can differ: the plan's own
-    fields, and the instalments (by seq) whose fields are not all the same. None where the shortcut does not
+    fields, and the instalments (by seq) that are not the same on both sides. None where the shortcut does not
     hold (a plan missing on one side, filed under another id, with a repeated seq, or with a field that is
     not a plain value): then the whole projection is compared.
 
-    A change of a plan's schedule leaves most of its instalments as they were, and projecting all of them
-    on both sides was most of what judging a change cost; the paths left out are equal on both sides, so
-    no rule can find them changed.
+    A change of a plan's schedule leaves most of its instalments as they were (the same objects), and
+    projecting all of them on both sides was most of what judging a change cost; the paths left out are
+    equal on both sides, so no rule can find them changed.
     """
     if old is None or new is None or old.id != plan_id or new.id != plan_id:
         return None
-    before, after = to_json(old), to_json(new)
-    old_items, new_items = before.pop("instalments"), after.pop("instalments")
-    if not all(type(v) in _SCALARS for v in (*before.values(), *after.values())):
+    before, after = _own_fields(old), _own_fields(new)
+    if before is None or after is None:
         return None
-    old_by_seq = {i["seq"]: i for i in old_items}
-    new_by_seq = {i["seq"]: i for i in new_items}
-    if len(old_by_seq) != len(old_items) or len(new_by_seq) != len(new_items) or \
+    old_by_seq = {i.seq: i for i in old.instalments}
+    new_by_seq = {i.seq: i for i in new.instalments}
+    if len(old_by_seq) != len(old.instalments) or len(new_by_seq) != len(new.instalments) or \
             not all(type(seq) is int for seq in (*old_by_seq, *new_by_seq)):
         return None
     prefix = f"plans/{plan_id}"
     cut_before = {f"{prefix}/{k}": v for k, v in before.items()}
     cut_after = {f"{prefix}/{k}": v for k, v in after.items()}
-    for side, mine, theirs in ((cut_before, old_by_seq, new_by_seq), (cut_after, new_by_seq, old_by_seq)):
-        for seq, item in mine.items():
-            if theirs.get(seq) == item:
-                continue  # the same instalment on both sides: none of its paths changed
-            where = f"{prefix}/instalments/{seq}"
-            for k, v in item.items():
+    for seq in sorted(old_by_seq.keys() | new_by_seq.keys()):
+        was, now = old_by_seq.get(seq), new_by_seq.get(seq)
+        if was is now:
+            continue  # the same instalment on both sides: none of its paths changed
+        was_json = to_json(was) if was is not None else None
+        now_json = to_json(now) if now is not None else None
+        if was_json == now_json:
+            continue
+        where = f"{prefix}/instalments/{seq}"
+        for side, item in ((cut_before, was_json), (cut_after, now_json)):
+            for k, v in (item or {}).items():
                 if k != "seq" and k != "id":
-                    if type(v) not in _SCALARS:
+                    if type(v) not in _PLAIN:  # a nested value the projection would flatten further
                         return None
                     side[f"{where}/{k}"] = v
     return cut_before, cut_after
@@ -246,16 +260,21 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
             if table == "plans" and compiled.local_fields:
                 cut = _plan_changes(group[1], initial.get("plans", group[1]), held[0])
             before, after = cut if cut is not None else (record_paths(initial, *group), record_paths(state, *group))
-            for path in sorted(set(before) | set(after)):
+            # Each path is judged once per state; the order does not matter, findings are sorted at the end.
+            for path in (*before, *(p for p in after if p not in before)):
                 was_value, now = before.get(path), after.get(path)
                 if was_value == now:
                     continue
+                existed = path in before  # patterns protect what existed; new records are judged by outside_target
                 for rule in judged:
-                    if (path, rule.name) in found:
+                    if rule.outside_target:
+                        if targets is None:
+                            targets = _target_prefixes(episode)
+                        if path.startswith(targets):
+                            continue
+                    elif not existed or not rule.hit(path, before, after):
                         continue
-                    if rule.outside_target and targets is None:
-                        targets = _target_prefixes(episode)
-                    if rule.hit(path, before, after, targets or ()):
+                    if (path, rule.name) not in found:
                         found[(path, rule.name)] = {"path": path, "pattern": rule.name, "seq": event.seq,
                                                     "tool": event.tool, "before": was_value, "after": now}
     violations = sorted(found.values(), key=lambda v: (v["seq"], v["path"], v["pattern"]))

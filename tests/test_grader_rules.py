@@ -11,6 +11,8 @@ from datetime import date, timedelta
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kit import (
     Credit,
     Fee,
@@ -28,7 +30,8 @@ from kit import (
 )
 
 from graders.authority import _owner, unauthorised_actions
-from graders.forbidden import forbidden_changes, rules
+from graders.forbidden import _plan_changes, forbidden_changes, rules
+from simworld._grading.projection import record_paths
 from graders.money import money_invariants
 from graders.outcome import allowed_outcomes
 from graders.requires import requires
@@ -638,6 +641,54 @@ class TestSplitBounds:
             "13 instalments; allowed 2 to 12",
             f"instalment(s) {['1.00'] * 13} below the minimum 5.00",
             "due date(s) ['2027-02-01'] after the term end 2026-12-31"]
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data())
+    def test_changed_plan_judged_as_projected(self, data: st.DataObject) -> None:
+        """Judging a plan on its changed instalments finds every path the whole projection finds changed,
+        with the projection's values before and after, and nothing else."""
+        s = world()
+        old = s.get("plans", "pln_1")
+        items = []
+        for inst in old.instalments:
+            edit = data.draw(st.sampled_from(["keep", "copy", "drop", "amount", "status", "due", "paid"]))
+            if edit == "keep":
+                items.append(inst)
+            elif edit == "copy":
+                items.append(attrs.evolve(inst, id=inst.id + "-new"))  # the same fields under a new id
+            elif edit == "amount":
+                items.append(attrs.evolve(inst, amount=usd(data.draw(st.sampled_from(["1.00", "99.99", "100.00"])))))
+            elif edit == "status":
+                items.append(attrs.evolve(inst, status=data.draw(st.sampled_from(["paid", "waived", "planned"]))))
+            elif edit == "due":
+                items.append(attrs.evolve(inst, due_date=inst.due_date + timedelta(days=1)))
+            elif edit == "paid":
+                items.append(attrs.evolve(inst, paid_amount=usd("5.00")))
+        extra = data.draw(st.integers(0, 2))
+        items += [attrs.evolve(old.instalments[-1], id=f"x{n}", seq=13 + n) for n in range(extra)]
+        new = attrs.evolve(old, instalments=tuple(items), anchor_day=data.draw(st.sampled_from([15, 28])),
+                           currency=data.draw(st.sampled_from(["USD", "EUR"])))
+        full_before = record_paths(s, "plans", "pln_1")
+        full_after = record_paths(put(s, new), "plans", "pln_1")
+        cut = _plan_changes("pln_1", old, new)
+        assert cut is not None
+        cut_before, cut_after = cut
+
+        def changes(before: dict[str, object], after: dict[str, object]) -> dict[str, tuple[object, object]]:
+            return {p: (before.get(p), after.get(p)) for p in set(before) | set(after) if before.get(p) != after.get(p)}
+
+        assert changes(cut_before, cut_after) == changes(full_before, full_after)
+        assert all(full_before[p] == v for p, v in cut_before.items())
+        assert all(full_after[p] == v for p, v in cut_after.items())
+
+    def test_plan_with_a_repeated_seq_is_projected_whole(self) -> None:
+        """A schedule that repeats a seq is no case for the shortcut: the whole projection judges it."""
+        s = world()
+        p = s.get("plans", "pln_1")
+        doubled = attrs.evolve(p, instalments=(*p.instalments, attrs.evolve(p.instalments[0], id="dup",
+                                                                            amount=usd("1.00"))))
+        assert _plan_changes("pln_1", p, doubled) is None
+        assert forbidden(put(s, doubled)) == [("plans/pln_1/instalments/1/amount", "paid_instalments", 0)]
 
     def test_detail_lists_five(self) -> None:
         """The check's detail lists the first five findings of however many."""
