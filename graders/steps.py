@@ -75,9 +75,30 @@ def match_steps(steps: Sequence[Mapping[str, Any]], events: Sequence[Any],
     A step takes the earliest matching call after the calls matched to the steps it
     follows; if its only matches come too early, it takes the earliest (an order violation).
     """
+    return _match(topological(steps), events, variables)
+
+
+def _match(ordered: Sequence[Mapping[str, Any]], events: Sequence[Any],
+           variables: Mapping[str, Any]) -> dict[str, int]:
+    """:func:`match_steps` over steps already in topological order.
+
+    What :func:`matches` decides call by call, with each step's arguments filled in once (when the first
+    ok call of its tool is met) rather than once per call.
+    """
+    filled = dict(variables)
     matched: dict[str, int] = {}
-    for step in topological(steps):
-        hits = [i for i, e in enumerate(events) if matches(step, e, variables)]
+    for step in ordered:
+        tools = step["tool"] if isinstance(step["tool"], list) else [step["tool"]]
+        wanted: Mapping[str, Any] | None = None
+        hits = []
+        for i, e in enumerate(events):
+            if e.status != "ok" or e.tool not in tools or not isinstance(e.args, dict):
+                continue
+            if wanted is None:
+                wanted = resolve_args(step.get("args", {}), filled, [], f"required step {step['id']!r}")
+            args = e.args
+            if all(k in args and same(v, args[k]) for k, v in wanted.items()):
+                hits.append(i)
         if not hits:
             continue
         floor = max((matched[d] for d in step.get("after", []) if d in matched), default=-1)
@@ -102,11 +123,12 @@ def required_steps(episode: Any, steps: Sequence[Mapping[str, Any]]) -> Verdict:
         steps: ``[{"id": ..., "tool": NAME or [NAMES], "args": {...}, "after": [ids]}, ...]``.
     """
     events = list(episode.events)
-    matched = match_steps(steps, events, episode.variables)
+    ordered = topological(steps)
+    matched = _match(ordered, events, episode.variables)
     step_scores: dict[str, float] = {}
     violations: list[dict[str, Any]] = []
     checks: list[Check] = []
-    for step in topological(steps):
+    for step in ordered:
         sid = step["id"]
         if sid not in matched:
             step_scores[sid] = 0.0
