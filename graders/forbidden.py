@@ -48,6 +48,7 @@ NAMED: dict[str, list[dict[str, Any]]] = {
 _JUDGED = frozenset(BUSINESS_TABLES) | frozenset(COMMS_TABLES)
 # Tables whose records are projected under their plan (see simworld._grading.projection.group_key).
 _BY_PARENT = frozenset({"payments", "credits"})
+_COMMS = frozenset(COMMS_TABLES)
 
 
 def rules(patterns: Sequence[Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -72,6 +73,30 @@ def _target_prefixes(episode: Any) -> tuple[str, ...]:
             prefixes += [f"plans/{plan.id}/", f"payments/{plan.id}/", f"credits/{plan.id}/"]
             prefixes += [f"fees/{fee.id}/" for fee in state.children("fees", "plan_id", plan.id)]
     return tuple(prefixes)
+
+
+def _within(targets: tuple[str, ...], table: str, key: str, records: Sequence[Any]) -> bool:
+    """Whether every path ``records`` (those of one group, see :func:`group_key`) project to lies under one of
+    ``targets``, known from where the projection files them: a message, escalation, information request or
+    decline under whom it is addressed to, a premium change under its policy, any other record under its key.
+    False where that cannot be told without projecting."""
+    for record in records:
+        if record is None:
+            continue
+        if table in _COMMS:
+            who = getattr(record, "customer_id", None)
+            if type(who) not in (str, type(None)):
+                return False
+            prefix = f"{table}/{who or '-'}/"
+        elif table == "premium_changes":
+            if type(record.policy_id) is not str:
+                return False
+            prefix = f"premium_changes/{record.policy_id}/"
+        else:
+            prefix = f"{table}/{key}/"
+        if not prefix.startswith(targets):
+            return False
+    return True
 
 
 @attrs.frozen(eq=False)
@@ -132,13 +157,16 @@ class _Compiled:
     # Whether every ``where``/``after_where`` field is a field of the changed path's own record part (no ``/``):
     # then judging a plan needs only the instalments that changed (see _plan_changes).
     local_fields: bool
-    by_table: dict[str, tuple[_Rule, ...]]
+    by_table: dict[tuple[str, bool, bool], tuple[_Rule, ...]]
 
-    def for_table(self, table: str) -> tuple[_Rule, ...]:
-        """The rules that can match a path of ``table``."""
-        found = self.by_table.get(table)
+    def for_table(self, table: str, *, globs: bool = True, outside: bool = True) -> tuple[_Rule, ...]:
+        """The rules that can match a path of ``table``: the globs, outside_target, or both."""
+        key = (table, globs, outside)
+        found = self.by_table.get(key)
         if found is None:
-            found = self.by_table[table] = tuple(r for r in self.rules if r.table is None or r.table == table)
+            found = self.by_table[key] = tuple(
+                r for r in self.rules
+                if (outside if r.outside_target else globs and (r.table is None or r.table == table)))
         return found
 
 
@@ -251,11 +279,17 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
                 continue  # the same records as at the last change: every path they break is already found
             last[group] = held
             table = group[0]
-            judged = compiled.for_table(table)
+            # A record the episode made has no path a glob protects (patterns protect what existed); records
+            # whose every path lies under the target's can break no outside_target.
+            globs = table in _BY_PARENT or initial.get(*group) is not None
+            outside = compiled.outside_target
+            if outside:
+                if targets is None:
+                    targets = _target_prefixes(episode)
+                outside = not _within(targets, table, group[1], (*group_records(initial, *group), *held))
+            judged = compiled.for_table(table, globs=globs, outside=outside)
             if not judged:
                 continue
-            if not compiled.outside_target and initial.get(*group) is None and table not in _BY_PARENT:
-                continue  # a record the episode made: only outside_target judges new paths
             cut = None
             if table == "plans" and compiled.local_fields:
                 cut = _plan_changes(group[1], initial.get("plans", group[1]), held[0])
@@ -268,9 +302,7 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
                 existed = path in before  # patterns protect what existed; new records are judged by outside_target
                 for rule in judged:
                     if rule.outside_target:
-                        if targets is None:
-                            targets = _target_prefixes(episode)
-                        if path.startswith(targets):
+                        if path.startswith(targets):  # type: ignore[arg-type]  # set above with outside
                             continue
                     elif not existed or not rule.hit(path, before, after):
                         continue
