@@ -114,18 +114,20 @@ class _Rule:
     excepts: tuple[Callable[[str], Any], ...] = ()
     where: tuple[tuple[str, Any], ...] = ()
     after_where: tuple[tuple[str, Any], ...] = ()
+    # What every path the glob matches ends with ("/currency" for "*/currency"), when its last segment is plain.
+    suffix: str = ""
 
-    def hit(self, path: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-        """Whether this glob rule forbids the change of ``path``, a path the projection ``before`` holds, to its
-        value in ``after`` (the outside_target rule is judged by the caller, from the path alone)."""
+    def matches(self, path: str) -> bool:
+        """Whether ``path`` is one this glob rule covers (its glob, none of its exceptions)."""
+        if self.suffix and not path.endswith(self.suffix):
+            return False  # what the glob would say, without running it
         if self.match is None or self.match(path) is None:
             return False
-        for excepted in self.excepts:
-            if excepted(path) is not None:
-                return False
-        if not self.where and not self.after_where:
-            return True
-        prefix = path.rsplit("/", 1)[0]
+        return not any(excepted(path) is not None for excepted in self.excepts)
+
+    def holds(self, prefix: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+        """Whether the record part at ``prefix`` meets the rule's ``where`` (in ``before``) and ``after_where``
+        (in ``after``): the same for every path of that part."""
         return (all(before.get(f"{prefix}/{field}") in allowed for field, allowed in self.where)
                 and all(after.get(f"{prefix}/{field}") in allowed for field, allowed in self.after_where))
 
@@ -139,8 +141,9 @@ def _compile(name: str, rule: Mapping[str, Any]) -> _Rule:
     if rule.get("outside_target"):
         return _Rule(name, outside_target=True)
     path = rule["path"]
-    first = path.split("/", 1)[0]
+    first, last = path.split("/", 1)[0], path.rsplit("/", 1)[-1]
     return _Rule(name, match=_glob(path), table=None if "/" not in path or _MAGIC.search(first) else first,
+                 suffix="" if "/" not in path or _MAGIC.search(last) else "/" + last,
                  excepts=tuple(_glob(e) for e in rule.get("except", [])),
                  where=tuple(rule.get("where", {}).items()), after_where=tuple(rule.get("after_where", {}).items()))
 
@@ -233,7 +236,7 @@ def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Project
     cut_after = {f"{prefix}/{k}": v for k, v in after.items()}
     for seq in sorted(old_by_seq.keys() | new_by_seq.keys()):
         was, now = old_by_seq.get(seq), new_by_seq.get(seq)
-        if was is now:
+        if was is now or (was is not None and now is not None and was == now):
             continue  # the same instalment on both sides: none of its paths changed
         was_json = to_json(was) if was is not None else None
         now_json = to_json(now) if now is not None else None
@@ -295,6 +298,7 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
                 cut = _plan_changes(group[1], initial.get("plans", group[1]), held[0])
             before, after = cut if cut is not None else (record_paths(initial, *group), record_paths(state, *group))
             # Each path is judged once per state; the order does not matter, findings are sorted at the end.
+            holds: dict[tuple[_Rule, str], bool] = {}  # a rule's where/after_where, per record part
             for path in (*before, *(p for p in after if p not in before)):
                 was_value, now = before.get(path), after.get(path)
                 if was_value == now:
@@ -304,8 +308,18 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
                     if rule.outside_target:
                         if path.startswith(targets):  # type: ignore[arg-type]  # set above with outside
                             continue
-                    elif not existed or not rule.hit(path, before, after):
+                    elif not existed:
                         continue
+                    else:
+                        if rule.where or rule.after_where:  # judged once per record part, before the glob
+                            prefix = path.rsplit("/", 1)[0]
+                            ok = holds.get((rule, prefix))
+                            if ok is None:
+                                ok = holds[(rule, prefix)] = rule.holds(prefix, before, after)
+                            if not ok:
+                                continue
+                        if not rule.matches(path):
+                            continue
                     if (path, rule.name) not in found:
                         found[(path, rule.name)] = {"path": path, "pattern": rule.name, "seq": event.seq,
                                                     "tool": event.tool, "before": was_value, "after": now}
