@@ -83,20 +83,24 @@ def _match(ordered: Sequence[Mapping[str, Any]], events: Sequence[Any],
     """:func:`match_steps` over steps already in topological order.
 
     What :func:`matches` decides call by call, with each step's arguments filled in once (when the first
-    ok call of its tool is met) rather than once per call.
+    ok call of its tool is met) rather than once per call, and only the calls of its tools looked at.
     """
     filled = dict(variables)
+    calls: dict[str, list[int]] = {}  # the ok calls (with arguments to compare) of each tool, in order
+    for i, e in enumerate(events):
+        if e.status == "ok" and isinstance(e.args, dict):
+            calls.setdefault(e.tool, []).append(i)
     matched: dict[str, int] = {}
     for step in ordered:
         tools = step["tool"] if isinstance(step["tool"], list) else [step["tool"]]
+        candidates = calls.get(tools[0], []) if len(tools) == 1 else \
+            sorted({i for tool in tools for i in calls.get(tool, ())})
         wanted: Mapping[str, Any] | None = None
         hits = []
-        for i, e in enumerate(events):
-            if e.status != "ok" or e.tool not in tools or not isinstance(e.args, dict):
-                continue
+        for i in candidates:
             if wanted is None:
                 wanted = resolve_args(step.get("args", {}), filled, [], f"required step {step['id']!r}")
-            args = e.args
+            args = events[i].args
             if all(k in args and same(v, args[k]) for k, v in wanted.items()):
                 hits.append(i)
         if not hits:

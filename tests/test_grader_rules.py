@@ -182,6 +182,19 @@ class TestRequiredStepsRules:
         v = required_steps(ep, [{"id": "r", "tool": "get_plan"}])
         assert v.checks[0].detail == "seq 0 get_plan"
 
+    def test_alternative_tools_take_the_earliest_of_any(self) -> None:
+        """A step naming several tools takes the earliest ok call of any of them, in call order; failed calls,
+        other tools and calls with other arguments do not count."""
+        ep = steps_episode(("get_plan", {"plan_id": "pln_2"}, "ok"), ("quote_split", {"plan_id": "pln_1"}, "error"),
+                           ("get_policy", {"plan_id": "pln_1"}, "ok"), ("get_plan", {"plan_id": "pln_1"}, "ok"),
+                           ("quote_split", {"plan_id": "pln_1"}, "ok"))
+        step = {"id": "s", "tool": ["quote_split", "get_plan"], "args": {"plan_id": "{plan}"}}
+        assert match_steps([step], ep.events, {"plan": "pln_1"}) == {"s": 3}
+        first = {"id": "f", "tool": ["quote_split", "get_plan"]}
+        late = {"id": "l", "tool": ["quote_split", "get_plan"], "after": ["g"]}
+        assert match_steps([first, {"id": "g", "tool": "get_policy"}, late], ep.events, {}) == \
+            {"f": 0, "g": 2, "l": 3}
+
     def test_earliest_in_order_match(self) -> None:
         """A step takes the earliest match after its dependency's, skipping earlier and later ones."""
         ep = steps_episode(("set_schedule", {}, "ok"), ("get_plan", {}, "ok"), ("set_schedule", {}, "ok"),
