@@ -201,14 +201,20 @@ _PLAIN = frozenset({str, int, bool, type(None)})
 
 def _own_fields(plan: Any) -> dict[str, Any] | None:
     """A plan's fields but its instalments, as its JSON has them (None if one is not a plain value)."""
+    names = _FIELDS.get(type(plan))
+    if names is None:
+        names = _FIELDS[type(plan)] = tuple(f.name for f in attrs.fields(type(plan)) if f.name != "instalments")
     out = {}
-    for field in attrs.fields(type(plan)):
-        if field.name != "instalments":
-            value = getattr(plan, field.name)
-            if type(value) not in _PLAIN:
-                return None
-            out[field.name] = value
+    for name in names:
+        value = getattr(plan, name)
+        if type(value) not in _PLAIN:
+            return None
+        out[name] = value
     return out
+
+
+# A plan class's field names but its instalments, in declaration order (looked up once per class).
+_FIELDS: dict[type[Any], tuple[str, ...]] = {}
 
 
 def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Projection] | None:
