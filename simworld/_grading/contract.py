@@ -62,10 +62,10 @@ class GraderSpec:
 
     def run(self, episode: Any, solutions: Sequence[State]) -> Verdict:
         """Call the grader; the caller turns an exception into a failed check."""
-        kwargs = dict(self.args)
-        if self.wants_solutions:
-            kwargs["solutions"] = solutions  # read-only; a lazy sequence plays each solution when first read
-        verdict = self.fn(episode, **kwargs)
+        if self.wants_solutions:  # read-only; a lazy sequence plays each solution when first read
+            verdict = self.fn(episode, **self.args, solutions=solutions)
+        else:
+            verdict = self.fn(episode, **self.args)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"grader {self.path} returned {type(verdict).__name__}, not a Verdict")
         return verdict
