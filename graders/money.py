@@ -41,11 +41,12 @@ def money_invariants(episode: Any, even_split: bool = True) -> Verdict:
         episode: The sealed episode.
         even_split: Whether a re-split must be an even split (turn off for plans with uneven schedules).
     """
-    found = check_episode(episode, even_split=even_split, only=list(_CHECKS))
-    n = len({rid for (t, rid) in episode.final_state.overlay
-             if t == "plans" and episode.final_state.get(t, rid) is not episode.initial_state.get(t, rid)})
-    checks = []
-    for invariant, name in _CHECKS.items():
-        hits = [f"{v.where}: {v.detail}" for v in found if v.invariant == invariant]
-        checks.append(Check(name, not hits, "; ".join(hits) if hits else f"holds on {n} changed plan(s)"))
-    return Verdict.from_checks(checks)
+    found = check_episode(episode, even_split=even_split, only=_CHECKS)
+    initial, final = episode.initial_state, episode.final_state
+    n = len({rid for (t, rid), record in final.overlay.items() if t == "plans" and record is not initial.get(t, rid)})
+    hits: dict[str, list[str]] = {invariant: [] for invariant in _CHECKS}
+    for v in found:
+        hits[v.invariant].append(f"{v.where}: {v.detail}")
+    holds = f"holds on {n} changed plan(s)"
+    return Verdict.from_checks([Check(name, not hits[inv], "; ".join(hits[inv]) if hits[inv] else holds)
+                                for inv, name in _CHECKS.items()])

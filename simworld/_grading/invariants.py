@@ -227,7 +227,8 @@ def _schedule_order(plan_id: str, after: Any, policy: Any, bad: Callable[[str, s
 
 
 def _changed_plans(initial: State, final: State) -> list[str]:
-    return sorted({rid for (t, rid) in final.overlay if t == "plans" and final.get(t, rid) is not initial.get(t, rid)})
+    return sorted({rid for (t, rid), record in final.overlay.items()
+                   if t == "plans" and record is not initial.get(t, rid)})
 
 
 def check_episode(episode: Any, *, even_split: bool = True,
