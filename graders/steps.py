@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import orjson
+
 from simworld._grading.verdict import Check, Verdict
 from simworld._world.templates import resolve_args
 from simworld.errors import ScenarioError
@@ -111,6 +113,26 @@ def _match(ordered: Sequence[Mapping[str, Any]], events: Sequence[Any],
     return matched
 
 
+#: Steps in topological order, by the steps as JSON: a scenario's steps are ordered once per process.
+_ORDERED: dict[bytes, list[Mapping[str, Any]]] = {}
+_ORDERED_SIZE = 256
+
+
+def _ordered(steps: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """:func:`topological`, worked out once per process for the same steps."""
+    try:
+        key = orjson.dumps(steps, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not JSON values: order them every time
+        return topological(steps)
+    ordered = _ORDERED.get(key)
+    if ordered is None:
+        ordered = topological(steps)
+        if len(_ORDERED) >= _ORDERED_SIZE:
+            _ORDERED.clear()
+        _ORDERED[key] = ordered
+    return ordered
+
+
 def _expected(step: Mapping[str, Any], variables: Mapping[str, Any]) -> Any:
     """The arguments a step asks for, filled from this episode's variables (as written if they cannot be)."""
     try:
@@ -127,7 +149,7 @@ def required_steps(episode: Any, steps: Sequence[Mapping[str, Any]]) -> Verdict:
         steps: ``[{"id": ..., "tool": NAME or [NAMES], "args": {...}, "after": [ids]}, ...]``.
     """
     events = list(episode.events)
-    ordered = topological(steps)
+    ordered = _ordered(steps)
     matched = _match(ordered, events, episode.variables)
     step_scores: dict[str, float] = {}
     violations: list[dict[str, Any]] = []
