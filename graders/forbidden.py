@@ -118,9 +118,8 @@ class _Rule:
     suffix: str = ""
 
     def matches(self, path: str) -> bool:
-        """Whether ``path`` is one this glob rule covers (its glob, none of its exceptions)."""
-        if self.suffix and not path.endswith(self.suffix):
-            return False  # what the glob would say, without running it
+        """Whether ``path`` is one this glob rule covers (its glob, none of its exceptions); the caller has
+        already ruled out a path that does not end with :attr:`suffix`."""
         if self.match is None or self.match(path) is None:
             return False
         return not any(excepted(path) is not None for excepted in self.excepts)
@@ -317,6 +316,8 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
                     elif not existed:
                         continue
                     else:
+                        if rule.suffix and not path.endswith(rule.suffix):
+                            continue  # what the glob would say, without running it
                         if rule.where or rule.after_where:  # judged once per record part, before the glob
                             prefix = path.rsplit("/", 1)[0]
                             ok = holds.get((rule, prefix))

@@ -30,7 +30,7 @@ from kit import (
 )
 
 from graders.authority import _owner, unauthorised_actions
-from graders.forbidden import _plan_changes, forbidden_changes, rules
+from graders.forbidden import _compile, _plan_changes, forbidden_changes, rules
 from simworld._grading.projection import record_paths
 from graders.money import money_invariants
 from graders.outcome import allowed_outcomes
@@ -654,6 +654,23 @@ class TestSplitBounds:
             "13 instalments; allowed 2 to 12",
             f"instalment(s) {['1.00'] * 13} below the minimum 5.00",
             "due date(s) ['2027-02-01'] after the term end 2026-12-31"]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from(["plans", "fees", "*", "p*", "?ees", "[fp]lans", "1", "amount", "currency",
+                                     "*/amount", "instalments"]), min_size=1, max_size=5),
+           st.lists(st.sampled_from(["plans", "fees", "pln_1", "1", "instalments", "amount", "currency", "x/y"]),
+                    min_size=1, max_size=6))
+    def test_compiled_glob_reads_as_fnmatch(self, pattern: list[str], path: list[str]) -> None:
+        """A compiled rule covers a path exactly when fnmatch says its glob does; the table it is kept to and the
+        end a path must have never rule out a path the glob matches."""
+        from fnmatch import fnmatchcase
+
+        glob, where = "/".join(pattern), "/".join(path)
+        rule = _compile(glob, {"path": glob})
+        covered = (not rule.suffix or where.endswith(rule.suffix)) and rule.matches(where)
+        assert covered == fnmatchcase(where, glob)
+        if covered:
+            assert rule.table is None or where.split("/", 1)[0] == rule.table
 
     @settings(max_examples=150, deadline=None)
     @given(st.data())
