@@ -241,7 +241,7 @@ def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Project
     cut_after = {f"{prefix}/{k}": v for k, v in after.items()}
     for seq in sorted(old_by_seq.keys() | new_by_seq.keys()):
         was, now = old_by_seq.get(seq), new_by_seq.get(seq)
-        if was is now or (was is not None and now is not None and was == now):
+        if was is now:
             continue  # the same instalment on both sides: none of its paths changed
         was_json = to_json(was) if was is not None else None
         now_json = to_json(now) if now is not None else None
