@@ -49,6 +49,8 @@ _JUDGED = frozenset(BUSINESS_TABLES) | frozenset(COMMS_TABLES)
 # Tables whose records are projected under their plan (see simworld._grading.projection.group_key).
 _BY_PARENT = frozenset({"payments", "credits"})
 _COMMS = frozenset(COMMS_TABLES)
+# Changed paths by record part: the path up to its last segment.
+_Parts = dict[str, list[str]]
 
 
 def rules(patterns: Sequence[Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -216,9 +218,10 @@ def _own_fields(plan: Any) -> dict[str, Any] | None:
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}
 
 
-def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Projection] | None:
-    """The projections of plan ``plan_id`` before and after, cut to the paths that can differ: the plan's own
-    fields, and the instalments (by seq) that are not the same on both sides. None where the shortcut does not
+def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Projection, _Parts] | None:
+    """The projections of plan ``plan_id`` before and after, cut to the paths that can differ (the plan's own
+    fields, and the instalments, by seq, that are not the same on both sides), and the paths that do differ by
+    record part (see :func:`_changed_parts`). None where the shortcut does not
     hold (a plan missing on one side, filed under another id, with a repeated seq, or with a field that is
     not a plain value): then the whole projection is compared.
 
@@ -239,22 +242,49 @@ def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Project
     prefix = f"plans/{plan_id}"
     cut_before = {f"{prefix}/{k}": v for k, v in before.items()}
     cut_after = {f"{prefix}/{k}": v for k, v in after.items()}
+    parts: _Parts = {}
+    own = [f"{prefix}/{k}" for k in (*before, *(k for k in after if k not in before)) if before.get(k) != after.get(k)]
+    if own:
+        parts[prefix] = own
     for seq in sorted(old_by_seq.keys() | new_by_seq.keys()):
         was, now = old_by_seq.get(seq), new_by_seq.get(seq)
         if was is now:
             continue  # the same instalment on both sides: none of its paths changed
-        was_json = to_json(was) if was is not None else None
-        now_json = to_json(now) if now is not None else None
+        was_json = _instalment_fields(was)
+        now_json = _instalment_fields(now)
+        if was_json is None or now_json is None:
+            return None
         if was_json == now_json:
             continue
         where = f"{prefix}/instalments/{seq}"
-        for side, item in ((cut_before, was_json), (cut_after, now_json)):
-            for k, v in (item or {}).items():
-                if k != "seq" and k != "id":
-                    if type(v) not in _PLAIN:  # a nested value the projection would flatten further
-                        return None
-                    side[f"{where}/{k}"] = v
-    return cut_before, cut_after
+        for k, v in was_json.items():
+            cut_before[f"{where}/{k}"] = v
+        for k, v in now_json.items():
+            cut_after[f"{where}/{k}"] = v
+        parts[where] = [f"{where}/{k}" for k in (*was_json, *(k for k in now_json if k not in was_json))
+                        if was_json.get(k) != now_json.get(k)]
+    return cut_before, cut_after, parts
+
+
+def _instalment_fields(instalment: Any) -> dict[str, Any] | None:
+    """An instalment's projected fields (its JSON but its seq and id; none for a missing one), or None if one is
+    not a plain value (the projection would flatten it further)."""
+    if instalment is None:
+        return {}
+    fields = to_json(instalment)
+    fields.pop("seq", None)
+    fields.pop("id", None)
+    return fields if all(type(v) in _PLAIN for v in fields.values()) else None
+
+
+def _changed_parts(before: Projection, after: Projection) -> _Parts:
+    """The paths whose values differ between two projections, by record part: the path up to its last segment,
+    which a rule's ``where`` reads its fields under."""
+    parts: _Parts = {}
+    for path in (*before, *(p for p in after if p not in before)):
+        if before.get(path) != after.get(path):
+            parts.setdefault(path.rsplit("/", 1)[0], []).append(path)
+    return parts
 
 
 def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdict:
@@ -301,35 +331,31 @@ def forbidden_changes(episode: Any, patterns: Sequence[Any] = DEFAULT) -> Verdic
             cut = None
             if table == "plans" and compiled.local_fields:
                 cut = _plan_changes(group[1], initial.get("plans", group[1]), held[0])
-            before, after = cut if cut is not None else (record_paths(initial, *group), record_paths(state, *group))
-            # Each path is judged once per state; the order does not matter, findings are sorted at the end.
-            holds: dict[tuple[_Rule, str], bool] = {}  # a rule's where/after_where, per record part
-            for path in (*before, *(p for p in after if p not in before)):
-                was_value, now = before.get(path), after.get(path)
-                if was_value == now:
-                    continue
-                existed = path in before  # patterns protect what existed; new records are judged by outside_target
+            if cut is not None:
+                before, after, parts = cut
+            else:
+                before, after = record_paths(initial, *group), record_paths(state, *group)
+                parts = _changed_parts(before, after)
+            # Each changed path is judged once per state, part by part: a rule's where/after_where reads the part's
+            # fields, the same for each of its paths; the order does not matter, findings are sorted at the end.
+            for prefix, paths in parts.items():
                 for rule in judged:
                     if rule.outside_target:
-                        if path.startswith(targets):  # type: ignore[arg-type]  # set above with outside
-                            continue
-                    elif not existed:
+                        hits = [p for p in paths if not p.startswith(targets)]  # type: ignore[arg-type]  # set above
+                    elif (rule.where or rule.after_where) and not rule.holds(prefix, before, after):
                         continue
+                    elif rule.suffix:
+                        # A path of this part ends with the suffix only as this one path: its last segment has no "/".
+                        one = prefix + rule.suffix
+                        # Patterns protect what existed; new records are judged by outside_target.
+                        hits = [one] if one in before and before[one] != after.get(one) and rule.matches(one) else []
                     else:
-                        if rule.suffix and not path.endswith(rule.suffix):
-                            continue  # what the glob would say, without running it
-                        if rule.where or rule.after_where:  # judged once per record part, before the glob
-                            prefix = path.rsplit("/", 1)[0]
-                            ok = holds.get((rule, prefix))
-                            if ok is None:
-                                ok = holds[(rule, prefix)] = rule.holds(prefix, before, after)
-                            if not ok:
-                                continue
-                        if not rule.matches(path):
-                            continue
-                    if (path, rule.name) not in found:
-                        found[(path, rule.name)] = {"path": path, "pattern": rule.name, "seq": event.seq,
-                                                    "tool": event.tool, "before": was_value, "after": now}
+                        hits = [p for p in paths if p in before and rule.matches(p)]
+                    for path in hits:
+                        if (path, rule.name) not in found:
+                            found[(path, rule.name)] = {"path": path, "pattern": rule.name, "seq": event.seq,
+                                                        "tool": event.tool, "before": before.get(path),
+                                                        "after": after.get(path)}
     violations = sorted(found.values(), key=lambda v: (v["seq"], v["path"], v["pattern"]))
     detail = "nothing forbidden changed" if not violations else "; ".join(
         f"{v['path']} changed by {v['tool']} (seq {v['seq']}, {v['pattern']})" for v in violations[:5])

@@ -702,14 +702,17 @@ class TestSplitBounds:
         full_after = record_paths(put(s, new), "plans", "pln_1")
         cut = _plan_changes("pln_1", old, new)
         assert cut is not None
-        cut_before, cut_after = cut
+        cut_before, cut_after, parts = cut
 
         def changes(before: dict[str, object], after: dict[str, object]) -> dict[str, tuple[object, object]]:
             return {p: (before.get(p), after.get(p)) for p in set(before) | set(after) if before.get(p) != after.get(p)}
 
-        assert changes(cut_before, cut_after) == changes(full_before, full_after)
+        changed = changes(full_before, full_after)
+        assert changes(cut_before, cut_after) == changed
         assert all(full_before[p] == v for p, v in cut_before.items())
         assert all(full_after[p] == v for p, v in cut_after.items())
+        assert sorted(p for paths in parts.values() for p in paths) == sorted(changed)
+        assert all(p.rsplit("/", 1)[0] == prefix for prefix, paths in parts.items() for p in paths)
 
     def test_plan_with_a_repeated_seq_is_projected_whole(self) -> None:
         """A schedule that repeats a seq is no case for the shortcut: the whole projection judges it."""
