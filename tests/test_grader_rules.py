@@ -31,12 +31,12 @@ from kit import (
 
 from graders.authority import _owner, unauthorised_actions
 from graders.forbidden import _compile, _plan_changes, forbidden_changes, rules
-from simworld._grading.projection import record_paths
 from graders.money import money_invariants
 from graders.outcome import allowed_outcomes
 from graders.requires import requires
 from graders.state import expected_final_state
 from graders.steps import match_steps, matches, required_steps, same, topological
+from simworld._grading.projection import record_paths
 from simworld._world.models import Decline, Escalation, Message
 from simworld._world.money import Money
 
