@@ -261,8 +261,8 @@ def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Project
             cut_before[f"{where}/{k}"] = v
         for k, v in now_json.items():
             cut_after[f"{where}/{k}"] = v
-        parts[where] = [f"{where}/{k}" for k in (*was_json, *(k for k in now_json if k not in was_json))
-                        if was_json.get(k) != now_json.get(k)]
+        parts[where] = [f"{where}/{k}" for k, v in was_json.items() if v != now_json.get(k)] + \
+            [f"{where}/{k}" for k, v in now_json.items() if k not in was_json and v is not None]
     return cut_before, cut_after, parts
 
 
@@ -274,7 +274,7 @@ def _instalment_fields(instalment: Any) -> dict[str, Any] | None:
     fields = to_json(instalment)
     fields.pop("seq", None)
     fields.pop("id", None)
-    return fields if all(type(v) in _PLAIN for v in fields.values()) else None
+    return fields if _PLAIN.issuperset(map(type, fields.values())) else None
 
 
 def _changed_parts(before: Projection, after: Projection) -> _Parts:
