@@ -138,6 +138,10 @@ def _glob(pattern: str) -> Callable[[str], Any]:
     return re.compile(fnmatch.translate(pattern)).match
 
 
+# The characters that make a glob segment match more than itself.
+_MAGIC = re.compile(r"[*?[]")
+
+
 def _compile(name: str, rule: Mapping[str, Any]) -> _Rule:
     if rule.get("outside_target"):
         return _Rule(name, outside_target=True)
@@ -147,9 +151,6 @@ def _compile(name: str, rule: Mapping[str, Any]) -> _Rule:
                  suffix="" if "/" not in path or _MAGIC.search(last) else "/" + last,
                  excepts=tuple(_glob(e) for e in rule.get("except", [])),
                  where=tuple(rule.get("where", {}).items()), after_where=tuple(rule.get("after_where", {}).items()))
-
-
-_MAGIC = re.compile(r"[*?[]")
 
 
 @attrs.frozen(eq=False)
