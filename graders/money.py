@@ -34,6 +34,11 @@ _CHECKS = {"conservation": "conservation", "whole_minor_units": "whole_minor_uni
            "paid_unchanged": "paid_unchanged", "transitions": "status_transitions"}
 
 
+#: The verdict of an episode whose changed plans keep every invariant, by how many plans it changed: a value
+#: (Verdict is immutable) that does not depend on the episode otherwise, so it is made once per count.
+_HOLDING: dict[int, Verdict] = {}
+
+
 def money_invariants(episode: Any, even_split: bool = True) -> Verdict:
     """Pass if every changed plan keeps the money invariants (see :mod:`simworld._grading.invariants`).
 
@@ -44,6 +49,12 @@ def money_invariants(episode: Any, even_split: bool = True) -> Verdict:
     found = check_episode(episode, even_split=even_split, only=_CHECKS)
     initial, final = episode.initial_state, episode.final_state
     n = len({rid for (t, rid), record in final.overlay.items() if t == "plans" and record is not initial.get(t, rid)})
+    if not found:  # the common case: the same verdict for every episode that changed n plans
+        holding = _HOLDING.get(n)
+        if holding is None:
+            holding = _HOLDING[n] = Verdict.from_checks([Check(name, True, f"holds on {n} changed plan(s)")
+                                                         for name in _CHECKS.values()])
+        return holding
     hits: dict[str, list[str]] = {invariant: [] for invariant in _CHECKS}
     for v in found:
         hits[v.invariant].append(f"{v.where}: {v.detail}")

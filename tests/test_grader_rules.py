@@ -860,6 +860,17 @@ class TestMoneyGrader:
         assert money_invariants(episode(s, [(event(0, "x"), fee_too)])).checks[0].detail == \
             "holds on 1 changed plan(s)"
 
+    def test_clean_verdict_counts_each_episode_s_plans(self) -> None:
+        """A clean episode's checks all pass and count the plans that episode changed (none, one, two), whatever
+        episodes were judged before it; every check says so."""
+        s = world()
+        one = resplit(s, ["100.00"] * 9)
+        two = put(one, attrs.evolve(one.get("plans", "pln_2"), due_day_changes=1))
+        for state, n in ((one, 1), (s, 0), (two, 2), (one, 1)):
+            v = money_invariants(episode(s, [(event(0, "x"), state)]))
+            assert v.passed and {c.detail for c in v.checks} == {f"holds on {n} changed plan(s)"}
+            assert len(v.checks) == 7 and dict(v.data) == {}
+
     def test_violation_named_in_its_check(self) -> None:
         """A broken invariant fails its own check with where and what; other checks hold."""
         s = world()
