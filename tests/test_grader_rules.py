@@ -62,6 +62,22 @@ class TestOutcomeRules:
         assert "max_steps" in v.checks[0].detail
 
 
+    def test_each_way_of_ending_judged_on_its_own(self) -> None:
+        """Episodes that end alike get alike verdicts, whatever was judged before: the outcome, the stop reason
+        and the allowed classes each decide the verdict and its detail."""
+        cases = [("act", "terminal", ["act"], True, "outcome 'act'; allowed ['act']"),
+                 ("act", "terminal", ["act", "decline"], True, "outcome 'act'; allowed ['act', 'decline']"),
+                 ("decline", "terminal", ["act"], False, "outcome 'decline'; allowed ['act']"),
+                 (None, "max_steps", ["act"], False,
+                  "no terminal outcome (stop reason max_steps); expected one of ['act']"),
+                 (None, "timeout", ["act"], False,
+                  "no terminal outcome (stop reason timeout); expected one of ['act']")]
+        for _ in range(2):
+            for outcome, stop, allowed, ok, detail in cases:
+                v = allowed_outcomes(episode(world(), outcome=outcome, stop_reason=stop), allowed)
+                assert (v.passed, v.data["outcome_class_correct"], v.checks[0].detail) == (ok, ok, detail)
+
+
 # --------------------------------------------------------------------------------------------- requires
 
 
