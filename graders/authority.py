@@ -16,7 +16,7 @@ state just before it, against the limits in the policy store:
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from simworld._grading.verdict import Check, Verdict
@@ -49,6 +49,11 @@ def _owner(state: Any, event: Any) -> tuple[Any, Any, Any]:
     return None, None, None
 
 
+def _today(event: Any, customer: Any) -> date:
+    """The call's date in the customer's zone (UTC without one): read only by the rules that count days."""
+    return local_date(parse_instant(event.at), customer.timezone if customer else "UTC")
+
+
 def _findings(episode: Any, event: Any, before: Any, after: Any) -> list[tuple[str, str]]:
     return [(rule, detail) for rule, _clause, detail in _clauses(episode, event, before, after)]
 
@@ -63,8 +68,8 @@ def _clauses(episode: Any, event: Any, before: Any, after: Any) -> list[tuple[st
     out: list[tuple[str, str, str]] = []
     if customer is not None and not customer.verified and event.tool != "send_message":
         out.append(("verified_holder", "", f"{event.tool} on the account of unverified customer {customer.id}"))
-    today = local_date(parse_instant(event.at), customer.timezone if customer else "UTC")
     if event.tool == "waive_fee" and plan is not None:
+        today = _today(event, customer)
         fee = before.get("fees", args["fee_id"])
         limit = store.limit("waiver_authority", fee.currency)
         if fee.amount > limit:
@@ -89,6 +94,7 @@ def _clauses(episode: Any, event: Any, before: Any, after: Any) -> list[tuple[st
         if plan.deferrals >= store.count("deferrals_per_term"):
             out.append(("deferral", "", f"deferral number {plan.deferrals + 1} in the term"))
         limit_days = store.count("max_days_overdue_for_deferral")
+        today = _today(event, customer)
         late = [i for i in plan.instalments if i.status == "overdue" and (today - i.due_date).days > limit_days]
         if late:
             out.append(("deferral", "", f"instalment {late[0].seq} is {(today - late[0].due_date).days} days overdue"))

@@ -34,6 +34,11 @@ _CHECKS = {"conservation": "conservation", "whole_minor_units": "whole_minor_uni
            "paid_unchanged": "paid_unchanged", "transitions": "status_transitions"}
 
 
+#: The verdict of an episode whose changed plans keep every invariant, by how many plans it changed: a value
+#: (Verdict is immutable) that does not depend on the episode otherwise, so it is made once per count.
+_HOLDING: dict[int, Verdict] = {}
+
+
 def money_invariants(episode: Any, even_split: bool = True) -> Verdict:
     """Pass if every changed plan keeps the money invariants (see :mod:`simworld._grading.invariants`).
 
@@ -41,11 +46,18 @@ def money_invariants(episode: Any, even_split: bool = True) -> Verdict:
         episode: The sealed episode.
         even_split: Whether a re-split must be an even split (turn off for plans with uneven schedules).
     """
-    found = check_episode(episode, even_split=even_split, only=list(_CHECKS))
-    n = len({rid for (t, rid) in episode.final_state.overlay
-             if t == "plans" and episode.final_state.get(t, rid) is not episode.initial_state.get(t, rid)})
-    checks = []
-    for invariant, name in _CHECKS.items():
-        hits = [f"{v.where}: {v.detail}" for v in found if v.invariant == invariant]
-        checks.append(Check(name, not hits, "; ".join(hits) if hits else f"holds on {n} changed plan(s)"))
-    return Verdict.from_checks(checks)
+    found = check_episode(episode, even_split=even_split, only=_CHECKS)
+    initial, final = episode.initial_state, episode.final_state
+    n = len({rid for (t, rid), record in final.overlay.items() if t == "plans" and record is not initial.get(t, rid)})
+    if not found:  # the common case: the same verdict for every episode that changed n plans
+        holding = _HOLDING.get(n)
+        if holding is None:
+            holding = _HOLDING[n] = Verdict.from_checks([Check(name, True, f"holds on {n} changed plan(s)")
+                                                         for name in _CHECKS.values()])
+        return holding
+    hits: dict[str, list[str]] = {invariant: [] for invariant in _CHECKS}
+    for v in found:
+        hits[v.invariant].append(f"{v.where}: {v.detail}")
+    holds = f"holds on {n} changed plan(s)"
+    return Verdict.from_checks([Check(name, not hits[inv], "; ".join(hits[inv]) if hits[inv] else holds)
+                                for inv, name in _CHECKS.items()])

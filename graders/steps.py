@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import orjson
+
 from simworld._grading.verdict import Check, Verdict
 from simworld._world.templates import resolve_args
 from simworld.errors import ScenarioError
@@ -75,15 +77,60 @@ def match_steps(steps: Sequence[Mapping[str, Any]], events: Sequence[Any],
     A step takes the earliest matching call after the calls matched to the steps it
     follows; if its only matches come too early, it takes the earliest (an order violation).
     """
+    return _match(topological(steps), events, variables)
+
+
+def _match(ordered: Sequence[Mapping[str, Any]], events: Sequence[Any],
+           variables: Mapping[str, Any]) -> dict[str, int]:
+    """:func:`match_steps` over steps already in topological order.
+
+    What :func:`matches` decides call by call, with each step's arguments filled in once (when the first
+    ok call of its tool is met) rather than once per call, and only the calls of its tools looked at.
+    """
+    filled = dict(variables)
+    calls: dict[str, list[int]] = {}  # the ok calls (with arguments to compare) of each tool, in order
+    for i, e in enumerate(events):
+        if e.status == "ok" and isinstance(e.args, dict):
+            calls.setdefault(e.tool, []).append(i)
     matched: dict[str, int] = {}
-    for step in topological(steps):
-        hits = [i for i, e in enumerate(events) if matches(step, e, variables)]
+    for step in ordered:
+        tools = step["tool"] if isinstance(step["tool"], list) else [step["tool"]]
+        candidates = calls.get(tools[0], []) if len(tools) == 1 else \
+            sorted({i for tool in tools for i in calls.get(tool, ())})
+        wanted: Mapping[str, Any] | None = None
+        hits = []
+        for i in candidates:
+            if wanted is None:
+                wanted = resolve_args(step.get("args", {}), filled, [], f"required step {step['id']!r}")
+            args = events[i].args
+            if all(k in args and same(v, args[k]) for k, v in wanted.items()):
+                hits.append(i)
         if not hits:
             continue
         floor = max((matched[d] for d in step.get("after", []) if d in matched), default=-1)
         in_order = [i for i in hits if i > floor]
         matched[step["id"]] = in_order[0] if in_order else hits[0]
     return matched
+
+
+#: Steps in topological order, by the steps as JSON: a scenario's steps are ordered once per process.
+_ORDERED: dict[bytes, list[Mapping[str, Any]]] = {}
+_ORDERED_SIZE = 256
+
+
+def _ordered(steps: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """:func:`topological`, worked out once per process for the same steps."""
+    try:
+        key = orjson.dumps(steps, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not JSON values: order them every time
+        return topological(steps)
+    ordered = _ORDERED.get(key)
+    if ordered is None:
+        ordered = topological(steps)
+        if len(_ORDERED) >= _ORDERED_SIZE:
+            _ORDERED.clear()
+        _ORDERED[key] = ordered
+    return ordered
 
 
 def _expected(step: Mapping[str, Any], variables: Mapping[str, Any]) -> Any:
@@ -102,11 +149,12 @@ def required_steps(episode: Any, steps: Sequence[Mapping[str, Any]]) -> Verdict:
         steps: ``[{"id": ..., "tool": NAME or [NAMES], "args": {...}, "after": [ids]}, ...]``.
     """
     events = list(episode.events)
-    matched = match_steps(steps, events, episode.variables)
+    ordered = _ordered(steps)
+    matched = _match(ordered, events, episode.variables)
     step_scores: dict[str, float] = {}
     violations: list[dict[str, Any]] = []
     checks: list[Check] = []
-    for step in topological(steps):
+    for step in ordered:
         sid = step["id"]
         if sid not in matched:
             step_scores[sid] = 0.0

@@ -11,6 +11,8 @@ from datetime import date, timedelta
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kit import (
     Credit,
     Fee,
@@ -28,12 +30,13 @@ from kit import (
 )
 
 from graders.authority import _owner, unauthorised_actions
-from graders.forbidden import forbidden_changes, rules
+from graders.forbidden import _compile, _plan_changes, forbidden_changes, rules
 from graders.money import money_invariants
 from graders.outcome import allowed_outcomes
 from graders.requires import requires
 from graders.state import expected_final_state
 from graders.steps import match_steps, matches, required_steps, same, topological
+from simworld._grading.projection import record_paths
 from simworld._world.models import Decline, Escalation, Message
 from simworld._world.money import Money
 
@@ -57,6 +60,22 @@ class TestOutcomeRules:
         v = allowed_outcomes(episode(world(), outcome=None, stop_reason="max_steps"), ["act", "decline"])
         assert not v.passed and v.data["outcome_class_correct"] is False
         assert "max_steps" in v.checks[0].detail
+
+
+    def test_each_way_of_ending_judged_on_its_own(self) -> None:
+        """Episodes that end alike get alike verdicts, whatever was judged before: the outcome, the stop reason
+        and the allowed classes each decide the verdict and its detail."""
+        cases = [("act", "terminal", ["act"], True, "outcome 'act'; allowed ['act']"),
+                 ("act", "terminal", ["act", "decline"], True, "outcome 'act'; allowed ['act', 'decline']"),
+                 ("decline", "terminal", ["act"], False, "outcome 'decline'; allowed ['act']"),
+                 (None, "max_steps", ["act"], False,
+                  "no terminal outcome (stop reason max_steps); expected one of ['act']"),
+                 (None, "timeout", ["act"], False,
+                  "no terminal outcome (stop reason timeout); expected one of ['act']")]
+        for _ in range(2):
+            for outcome, stop, allowed, ok, detail in cases:
+                v = allowed_outcomes(episode(world(), outcome=outcome, stop_reason=stop), allowed)
+                assert (v.passed, v.data["outcome_class_correct"], v.checks[0].detail) == (ok, ok, detail)
 
 
 # --------------------------------------------------------------------------------------------- requires
@@ -178,6 +197,19 @@ class TestRequiredStepsRules:
         assert match_steps([{"id": "r", "tool": "get_plan"}], ep.events, {}) == {"r": 0}
         v = required_steps(ep, [{"id": "r", "tool": "get_plan"}])
         assert v.checks[0].detail == "seq 0 get_plan"
+
+    def test_alternative_tools_take_the_earliest_of_any(self) -> None:
+        """A step naming several tools takes the earliest ok call of any of them, in call order; failed calls,
+        other tools and calls with other arguments do not count."""
+        ep = steps_episode(("get_plan", {"plan_id": "pln_2"}, "ok"), ("quote_split", {"plan_id": "pln_1"}, "error"),
+                           ("get_policy", {"plan_id": "pln_1"}, "ok"), ("get_plan", {"plan_id": "pln_1"}, "ok"),
+                           ("quote_split", {"plan_id": "pln_1"}, "ok"))
+        step = {"id": "s", "tool": ["quote_split", "get_plan"], "args": {"plan_id": "{plan}"}}
+        assert match_steps([step], ep.events, {"plan": "pln_1"}) == {"s": 3}
+        first = {"id": "f", "tool": ["quote_split", "get_plan"]}
+        late = {"id": "l", "tool": ["quote_split", "get_plan"], "after": ["g"]}
+        assert match_steps([first, {"id": "g", "tool": "get_policy"}, late], ep.events, {}) == \
+            {"f": 0, "g": 2, "l": 3}
 
     def test_earliest_in_order_match(self) -> None:
         """A step takes the earliest match after its dependency's, skipping earlier and later ones."""
@@ -639,6 +671,74 @@ class TestSplitBounds:
             f"instalment(s) {['1.00'] * 13} below the minimum 5.00",
             "due date(s) ['2027-02-01'] after the term end 2026-12-31"]
 
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from(["plans", "fees", "*", "p*", "?ees", "[fp]lans", "1", "amount", "currency",
+                                     "*/amount", "instalments"]), min_size=1, max_size=5),
+           st.lists(st.sampled_from(["plans", "fees", "pln_1", "1", "instalments", "amount", "currency", "x/y"]),
+                    min_size=1, max_size=6))
+    def test_compiled_glob_reads_as_fnmatch(self, pattern: list[str], path: list[str]) -> None:
+        """A compiled rule covers a path exactly when fnmatch says its glob does; the table it is kept to and the
+        end a path must have never rule out a path the glob matches."""
+        from fnmatch import fnmatchcase
+
+        glob, where = "/".join(pattern), "/".join(path)
+        rule = _compile(glob, {"path": glob})
+        covered = (not rule.suffix or where.endswith(rule.suffix)) and rule.matches(where)
+        assert covered == fnmatchcase(where, glob)
+        if covered:
+            assert rule.table is None or where.split("/", 1)[0] == rule.table
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data())
+    def test_changed_plan_judged_as_projected(self, data: st.DataObject) -> None:
+        """Judging a plan on its changed instalments finds every path the whole projection finds changed,
+        with the projection's values before and after, and nothing else."""
+        s = world()
+        old = s.get("plans", "pln_1")
+        items = []
+        for inst in old.instalments:
+            edit = data.draw(st.sampled_from(["keep", "copy", "drop", "amount", "status", "due", "paid"]))
+            if edit == "keep":
+                items.append(inst)
+            elif edit == "copy":
+                items.append(attrs.evolve(inst, id=inst.id + "-new"))  # the same fields under a new id
+            elif edit == "amount":
+                items.append(attrs.evolve(inst, amount=usd(data.draw(st.sampled_from(["1.00", "99.99", "100.00"])))))
+            elif edit == "status":
+                items.append(attrs.evolve(inst, status=data.draw(st.sampled_from(["paid", "waived", "planned"]))))
+            elif edit == "due":
+                items.append(attrs.evolve(inst, due_date=inst.due_date + timedelta(days=1)))
+            elif edit == "paid":
+                items.append(attrs.evolve(inst, paid_amount=usd("5.00")))
+        extra = data.draw(st.integers(0, 2))
+        items += [attrs.evolve(old.instalments[-1], id=f"x{n}", seq=13 + n) for n in range(extra)]
+        new = attrs.evolve(old, instalments=tuple(items), anchor_day=data.draw(st.sampled_from([15, 28])),
+                           currency=data.draw(st.sampled_from(["USD", "EUR"])))
+        full_before = record_paths(s, "plans", "pln_1")
+        full_after = record_paths(put(s, new), "plans", "pln_1")
+        cut = _plan_changes("pln_1", old, new)
+        assert cut is not None
+        cut_before, cut_after, parts = cut
+
+        def changes(before: dict[str, object], after: dict[str, object]) -> dict[str, tuple[object, object]]:
+            return {p: (before.get(p), after.get(p)) for p in set(before) | set(after) if before.get(p) != after.get(p)}
+
+        changed = changes(full_before, full_after)
+        assert changes(cut_before, cut_after) == changed
+        assert all(full_before[p] == v for p, v in cut_before.items())
+        assert all(full_after[p] == v for p, v in cut_after.items())
+        assert sorted(p for paths in parts.values() for p in paths) == sorted(changed)
+        assert all(p.rsplit("/", 1)[0] == prefix for prefix, paths in parts.items() for p in paths)
+
+    def test_plan_with_a_repeated_seq_is_projected_whole(self) -> None:
+        """A schedule that repeats a seq is no case for the shortcut: the whole projection judges it."""
+        s = world()
+        p = s.get("plans", "pln_1")
+        doubled = attrs.evolve(p, instalments=(*p.instalments, attrs.evolve(p.instalments[0], id="dup",
+                                                                            amount=usd("1.00"))))
+        assert _plan_changes("pln_1", p, doubled) is None
+        assert forbidden(put(s, doubled)) == [("plans/pln_1/instalments/1/amount", "paid_instalments", 0)]
+
     def test_detail_lists_five(self) -> None:
         """The check's detail lists the first five findings of however many."""
         s = world()
@@ -775,6 +875,17 @@ class TestMoneyGrader:
         fee_too = put(after, attrs.evolve(after.get("fees", "fee_1"), status="waived"))
         assert money_invariants(episode(s, [(event(0, "x"), fee_too)])).checks[0].detail == \
             "holds on 1 changed plan(s)"
+
+    def test_clean_verdict_counts_each_episode_s_plans(self) -> None:
+        """A clean episode's checks all pass and count the plans that episode changed (none, one, two), whatever
+        episodes were judged before it; every check says so."""
+        s = world()
+        one = resplit(s, ["100.00"] * 9)
+        two = put(one, attrs.evolve(one.get("plans", "pln_2"), due_day_changes=1))
+        for state, n in ((one, 1), (s, 0), (two, 2), (one, 1)):
+            v = money_invariants(episode(s, [(event(0, "x"), state)]))
+            assert v.passed and {c.detail for c in v.checks} == {f"holds on {n} changed plan(s)"}
+            assert len(v.checks) == 7 and dict(v.data) == {}
 
     def test_violation_named_in_its_check(self) -> None:
         """A broken invariant fails its own check with where and what; other checks hold."""

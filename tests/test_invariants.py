@@ -10,6 +10,8 @@ from datetime import date
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kit import (
     Credit,
     Payment,
@@ -502,3 +504,46 @@ class TestCheckEpisode:
         broken = amounts(s, ["99.00"])
         assert kinds(ep(s, broken), only=["clock"]) == []
         assert kinds(ep(s, broken), only=["conservation"]) == [("conservation", "pln_1")]
+
+
+class TestOnly:
+    """Judging some invariants finds exactly what judging all of them finds of those."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data())
+    def test_a_subset_finds_its_share(self, data: st.DataObject) -> None:
+        """check_plan with ``only`` returns the violations of those invariants that a full check returns, in order,
+        whatever else is broken (another currency, a negative amount, a paid instalment moved or dropped)."""
+        s = world()
+        old = s.get("plans", "pln_1")
+        items = []
+        for inst in old.instalments:
+            edit = data.draw(st.sampled_from(["keep", "keep", "drop", "amount", "status", "due", "currency"]))
+            if edit == "keep":
+                items.append(inst)
+            elif edit == "amount":
+                items.append(attrs.evolve(inst, amount=usd(data.draw(st.sampled_from(["-1.00", "0.00", "99.99"])))))
+            elif edit == "status":
+                items.append(attrs.evolve(inst, status=data.draw(st.sampled_from(["paid", "cancelled", "planned"]))))
+            elif edit == "due":
+                items.append(attrs.evolve(inst, due_date=date(2027, 1, 3)))
+            elif edit == "currency":
+                items.append(attrs.evolve(inst, amount=Money(inst.amount.minor, "EUR")))
+        final = put(s, attrs.evolve(old, instalments=tuple(items)))
+        only = data.draw(st.sets(st.sampled_from(INVARIANTS)))
+        rescheduled = data.draw(st.booleans())
+        every = check_plan(s, final, "pln_1", rescheduled=rescheduled)
+        assert check_plan(s, final, "pln_1", rescheduled=rescheduled, only=only) == \
+            [v for v in every if v.invariant in only]
+
+    def test_episode_subset(self) -> None:
+        """check_episode with ``only`` returns the share of a full check, the episode-wide invariants included."""
+        s = world()
+        broken = amounts(s, ["99.00"])
+        evs = [event(0, "set_schedule", {"plan_id": "pln_1"}, at="2026-04-20T14:00:00Z"),
+               event(1, "x", at="2026-04-20T13:00:00Z")]
+        sealed = episode(s, list(zip(evs, [broken, broken], strict=True)), outcome="decline")
+        every = check_episode(sealed)
+        assert {v.invariant for v in every} >= {"conservation", "quiet_outcome", "clock"}
+        for only in (["clock"], ["conservation", "quiet_outcome"], ["even_split"], []):
+            assert check_episode(sealed, only=only) == [v for v in every if v.invariant in only]

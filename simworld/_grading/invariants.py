@@ -29,7 +29,7 @@ and ``simworld probe`` both use them. Replay (invariant 13) is checked by
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import attrs
@@ -48,7 +48,7 @@ INVARIANTS = ("conservation", "whole_minor_units", "no_negative", "paid_unchange
 # Which statuses an instalment may move to; paid and cancelled are final.
 # (A rescheduled instalment may come back as planned: set_schedule replaces what is owed.)
 _OWED = {"planned", "due", "overdue", "paid", "partially_paid", "waived", "cancelled"}
-_ALLOWED = {
+_ALLOWED: dict[str, set[str]] = {
     "planned": _OWED,
     "due": _OWED,
     "overdue": _OWED,
@@ -57,6 +57,12 @@ _ALLOWED = {
     "waived": {"waived"},
     "cancelled": {"cancelled"},
 }
+_ALL = frozenset(INVARIANTS)
+# The invariants check_plan works out in one pass over the instalments (conservation needs to know whether
+# an amount is in another currency), and those it works out against the instalments before.
+_PER_INSTALMENT = frozenset({"whole_minor_units", "no_negative", "conservation"})
+_AGAINST_BEFORE = frozenset({"paid_unchanged", "transitions"})
+_EVEN_SPLIT = frozenset({"even_split"})
 
 
 @attrs.frozen
@@ -72,7 +78,12 @@ class Violation:
 
 
 def _total(plan: Any) -> Money:
-    return sum((i.amount for i in plan.instalments if i.status != "cancelled"), Money.zero(plan.currency))
+    """The plan's non-cancelled instalments summed (as Money arithmetic would, raising on a mixed currency)."""
+    currency = plan.currency
+    live = [i.amount for i in plan.instalments if i.status != "cancelled"]
+    if all(type(a) is Money and a.currency == currency for a in live):
+        return Money(sum(a.minor for a in live), currency)
+    return sum(live, Money.zero(currency))
 
 
 def even_split_problem(amounts: list[Money], remainder: str) -> str | None:
@@ -94,7 +105,7 @@ def even_split_problem(amounts: list[Money], remainder: str) -> str | None:
 
 
 def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool = False,
-               even_split: bool = True) -> list[Violation]:
+               even_split: bool = True, only: Collection[str] | None = None) -> list[Violation]:
     """The invariants of plan ``plan_id`` between ``initial`` and ``final``.
 
     Args:
@@ -104,7 +115,10 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
         rescheduled: Whether ``final`` is the state right after a new schedule replaced the unpaid
             instalments of ``initial`` (enables even_split).
         even_split: Whether a re-split with an unchanged total must be an even split.
+        only: The invariants to judge (None: all of them); the others are not worked out at all, so a
+            caller that wants one pays for that one.
     """
+    want = _ALL if only is None else frozenset(only)
     out: list[Violation] = []
     before, after = initial.get("plans", plan_id), final.get("plans", plan_id)
     policy_before = initial.get("policies", after.policy_id)
@@ -114,34 +128,38 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
         out.append(Violation(invariant, where, detail))
 
     mixed = False  # an amount in another currency cannot be summed: reported here, not raised by the sums below
-    for inst in after.instalments:
-        where = f"{plan_id}#{inst.seq}"
-        if inst.amount.currency != after.currency or inst.paid_amount.currency != after.currency:
-            mixed = True
-            bad("whole_minor_units", where, f"amount in {inst.amount.currency}, paid in "
-                                            f"{inst.paid_amount.currency}, plan in {after.currency}")
-        if inst.amount.minor < 0 or inst.paid_amount.minor < 0:
-            bad("no_negative", where, f"amount {inst.amount}, paid {inst.paid_amount}")
-        elif inst.amount.minor == 0 and inst.status in UNPAID:
-            bad("no_negative", where, "zero and still owed")
-    old = {i.seq: i for i in before.instalments}
-    for inst in after.instalments:
-        prior = old.get(inst.seq)
-        if prior is None:
-            continue
-        where = f"{plan_id}#{inst.seq}"
-        if prior.status == "paid" and inst != prior:
-            bad("paid_unchanged", where, f"paid instalment changed: {prior.amount} due {prior.due_date} -> "
-                                         f"{inst.amount} due {inst.due_date} ({inst.status})")
-        elif prior.status == "partially_paid" and (inst.amount, inst.due_date) != (prior.amount, prior.due_date):
-            bad("paid_unchanged", where, "partially paid instalment's amount or date changed")
-        if inst.status not in _ALLOWED.get(prior.status, set()):
-            bad("transitions", where, f"{prior.status} -> {inst.status}")
-    for seq, prior in old.items():
-        if prior.status in LOCKED and all(i.seq != seq for i in after.instalments):
-            bad("paid_unchanged", f"{plan_id}#{seq}", f"{prior.status} instalment removed")
+    if want & _PER_INSTALMENT:
+        currency = after.currency
+        for inst in after.instalments:
+            amount, paid = inst.amount, inst.paid_amount
+            if amount.currency != currency or paid.currency != currency:
+                mixed = True
+                bad("whole_minor_units", f"{plan_id}#{inst.seq}", f"amount in {amount.currency}, paid in "
+                                                                 f"{paid.currency}, plan in {currency}")
+            if amount.minor < 0 or paid.minor < 0:
+                bad("no_negative", f"{plan_id}#{inst.seq}", f"amount {amount}, paid {paid}")
+            elif amount.minor == 0 and inst.status in UNPAID:
+                bad("no_negative", f"{plan_id}#{inst.seq}", "zero and still owed")
+    if want & _AGAINST_BEFORE:
+        old = {i.seq: i for i in before.instalments}
+        for inst in after.instalments:
+            prior = old.get(inst.seq)
+            if prior is None or (prior is inst and inst.status in _ALLOWED):
+                continue  # an instalment left as it was breaks neither (its status may stay what it is)
+            where = f"{plan_id}#{inst.seq}"
+            if prior.status == "paid" and inst != prior:
+                bad("paid_unchanged", where, f"paid instalment changed: {prior.amount} due {prior.due_date} -> "
+                                             f"{inst.amount} due {inst.due_date} ({inst.status})")
+            elif prior.status == "partially_paid" and (inst.amount, inst.due_date) != (prior.amount, prior.due_date):
+                bad("paid_unchanged", where, "partially paid instalment's amount or date changed")
+            if inst.status not in _ALLOWED.get(prior.status, set()):
+                bad("transitions", where, f"{prior.status} -> {inst.status}")
+        kept = {i.seq for i in after.instalments}
+        for seq, prior in old.items():
+            if prior.status in LOCKED and seq not in kept:
+                bad("paid_unchanged", f"{plan_id}#{seq}", f"{prior.status} instalment removed")
 
-    if policy.status != "cancelled" and not mixed:
+    if "conservation" in want and policy.status != "cancelled" and not mixed:
         expected = _total(before)
         for change in final.children("premium_changes", "policy_id", policy.id):
             prior_change = initial.get("premium_changes", change.id)
@@ -154,26 +172,35 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
         granted = sum((c.amount for c in final.children("credits", "plan_id", plan_id)
                        if c.granted and initial.get("credits", c.id) is None), Money.zero(after.currency))
         actual = _total(after)
-        still_owed = sum((i.amount for i in after.instalments if i.status in UNPAID), Money.zero(after.currency))
         if actual - granted != expected:
             drift = actual - granted - expected
             sign = "+" if drift.minor > 0 else ""
             less = f" less {granted} of credit granted" if granted.minor else ""
             bad("conservation", plan_id,
                 f"instalments sum to {actual}{less}, expected {expected} ({sign}{drift} drift)")
-        elif granted.minor > 0 and still_owed.minor > 0:
+        elif granted.minor > 0 and (still_owed := Money(sum(i.amount.minor for i in after.instalments
+                                                             if i.status in UNPAID), after.currency)).minor > 0:
             bad("conservation", plan_id, f"a credit of {granted} granted while {still_owed} is still owed: a "
                                          "decrease lowers the instalments and credits only what exceeds them")
 
-    owed_before = [i for i in before.instalments if i.status in UNPAID]
     owed_after = [i for i in after.instalments if i.status in UNPAID]
-    same_total = sum(i.amount.minor for i in owed_before) == sum(i.amount.minor for i in owed_after)
-    if even_split and rescheduled and owed_after and same_total and \
-            [i.amount for i in owed_before] != [i.amount for i in owed_after]:
-        why = even_split_problem([i.amount for i in owed_after], after.remainder)
-        if why:
-            bad("even_split", plan_id, why)
+    if "even_split" in want and even_split and rescheduled and owed_after:
+        owed_before = [i for i in before.instalments if i.status in UNPAID]
+        same_total = sum(i.amount.minor for i in owed_before) == sum(i.amount.minor for i in owed_after)
+        if same_total and [i.amount for i in owed_before] != [i.amount for i in owed_after]:
+            why = even_split_problem([i.amount for i in owed_after], after.remainder)
+            if why:
+                bad("even_split", plan_id, why)
 
+    if "anchor_dates" in want:
+        _anchor_dates(plan_id, after, policy, owed_after, bad)
+    if "schedule_order" in want:
+        _schedule_order(plan_id, after, policy, bad)
+    return out if only is None else [v for v in out if v.invariant in want]
+
+
+def _anchor_dates(plan_id: str, after: Any, policy: Any, owed_after: list[Any],
+                  bad: Callable[[str, str, str], None]) -> None:
     last_live = max((i.due_date for i in after.instalments if i.status != "cancelled"), default=None)
     for i in owed_after:
         day = min(after.anchor_day, days_in_month(i.due_date.year, i.due_date.month))
@@ -183,6 +210,9 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
         if i.due_date.day != day and not on_term_end:
             bad("anchor_dates", f"{plan_id}#{i.seq}", f"due {i.due_date}, but anchor day {after.anchor_day} "
                                                      f"gives day {day} of that month")
+
+
+def _schedule_order(plan_id: str, after: Any, policy: Any, bad: Callable[[str, str, str], None]) -> None:
     seqs = [i.seq for i in after.instalments]
     if seqs != list(range(1, len(seqs) + 1)):
         bad("schedule_order", plan_id, f"seq {seqs} not contiguous from 1")
@@ -194,51 +224,57 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
         if i.status in UNPAID and not policy.term_start <= i.due_date <= policy.term_end:
             bad("schedule_order", f"{plan_id}#{i.seq}", f"due {i.due_date} outside the term "
                                                        f"{policy.term_start}..{policy.term_end}")
-    return out
 
 
 def _changed_plans(initial: State, final: State) -> list[str]:
-    return sorted({rid for (t, rid) in final.overlay if t == "plans" and final.get(t, rid) is not initial.get(t, rid)})
+    return sorted({rid for (t, rid), record in final.overlay.items()
+                   if t == "plans" and record is not initial.get(t, rid)})
 
 
 def check_episode(episode: Any, *, even_split: bool = True,
                   only: Iterable[str] | None = None) -> list[Violation]:
-    """Every invariant over a sealed episode: each changed plan, and the episode-wide ones."""
+    """Every invariant over a sealed episode: each changed plan, and the episode-wide ones.
+
+    With ``only``, just those invariants are worked out (the money grader wants seven of them).
+    """
     initial, final = episode.initial_state, episode.final_state
+    want = _ALL if only is None else frozenset(only)
     out: list[Violation] = []
     for plan_id in _changed_plans(initial, final):
-        out += check_plan(initial, final, plan_id, even_split=False)
-    if even_split:
+        out += check_plan(initial, final, plan_id, even_split=False, only=want)
+    if even_split and "even_split" in want:
         # A re-split is judged on the state it made, against the state just before it.
         states = list(getattr(episode, "states", ()))
         for i, event in enumerate(episode.events):
             if event.tool == "set_schedule" and event.status == "ok" and isinstance(event.args, dict) and states:
                 before = states[i - 1] if i else initial
-                found = check_plan(before, states[i], str(event.args.get("plan_id")), rescheduled=True)
-                out += [v for v in found if v.invariant == "even_split"]
-    if episode.outcome in ("decline", "request_information", "escalate") and \
+                out += check_plan(before, states[i], str(event.args.get("plan_id")), rescheduled=True,
+                                  only=_EVEN_SPLIT)
+    if "quiet_outcome" in want and episode.outcome in ("decline", "request_information", "escalate") and \
             final.business_hash != initial.business_hash:
         out.append(Violation("quiet_outcome", "episode", f"outcome {episode.outcome} but the business state changed"))
-    for (table, rid) in final.overlay:
-        if table == "policies" and final.get(table, rid) is not initial.get(table, rid):
-            policy = final.get(table, rid)
-            if policy.refund is not None:
-                paid = cash_received(final, policy)
-                if not Money.zero(policy.currency) <= policy.refund <= paid:
-                    out.append(Violation("refund_bounds", policy.id, f"refund {policy.refund} outside 0..{paid}"))
-    # Only plans that got a payment in this episode can break it; look them up through the index.
-    plans = sorted({final.get(t, rid).plan_id for (t, rid) in final.overlay
-                    if t == "payments" and initial.get(t, rid) is None})
-    for plan_id in plans:
-        keys: dict[str, str] = {}
-        for payment in final.children("payments", "plan_id", plan_id):
-            if payment.idempotency_key in keys:
-                out.append(Violation("idempotency", payment.id, f"same key as {keys[payment.idempotency_key]}"))
-            keys[payment.idempotency_key] = payment.id
-    previous = ""
-    for event in episode.events:
-        if event.at < previous:
-            out.append(Violation("clock", f"seq {event.seq}", f"time {event.at} before {previous}"))
-        previous = event.at
-    wanted = set(only) if only is not None else None
-    return [v for v in out if wanted is None or v.invariant in wanted]
+    if "refund_bounds" in want:
+        for (table, rid) in final.overlay:
+            if table == "policies" and final.get(table, rid) is not initial.get(table, rid):
+                policy = final.get(table, rid)
+                if policy.refund is not None:
+                    paid = cash_received(final, policy)
+                    if not Money.zero(policy.currency) <= policy.refund <= paid:
+                        out.append(Violation("refund_bounds", policy.id, f"refund {policy.refund} outside 0..{paid}"))
+    if "idempotency" in want:
+        # Only plans that got a payment in this episode can break it; look them up through the index.
+        plans = sorted({final.get(t, rid).plan_id for (t, rid) in final.overlay
+                        if t == "payments" and initial.get(t, rid) is None})
+        for plan_id in plans:
+            keys: dict[str, str] = {}
+            for payment in final.children("payments", "plan_id", plan_id):
+                if payment.idempotency_key in keys:
+                    out.append(Violation("idempotency", payment.id, f"same key as {keys[payment.idempotency_key]}"))
+                keys[payment.idempotency_key] = payment.id
+    if "clock" in want:
+        previous = ""
+        for event in episode.events:
+            if event.at < previous:
+                out.append(Violation("clock", f"seq {event.seq}", f"time {event.at} before {previous}"))
+            previous = event.at
+    return out

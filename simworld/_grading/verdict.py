@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import attrs
 
 __all__ = ["Check", "Verdict"]
+
+_PASSED = operator.attrgetter("passed")
 
 
 @attrs.frozen
@@ -54,11 +57,11 @@ class Verdict:
     @property
     def passed(self) -> bool:
         """True only if every check passed."""
-        return all(c.passed for c in self.checks)
+        return all(map(_PASSED, self.checks))
 
     @property
     def partial(self) -> float:
         """Partial credit in [0, 1]: ``score`` if the grader set one, else the share of checks passed."""
         if self.score is not None:
             return self.score
-        return sum(c.passed for c in self.checks) / len(self.checks)
+        return sum(map(_PASSED, self.checks)) / len(self.checks)
