@@ -25,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover - an interpreter without them: nothing is filtered
     _sre = _sre_parse = None
 
-__all__ = ["FOLDS_TO_ASCII", "Pattern", "compile_pattern"]
+__all__ = ["FOLDS_TO_ASCII", "READ_AFTER", "Pattern", "compile_pattern"]
 
 #: The characters outside ASCII that an ASCII letter of a pattern matches when case is ignored (dotted and
 #: dotless i, long s, the Kelvin sign), or whose lower case is two characters (dotted capital I): a text holding
@@ -39,9 +39,12 @@ _MAX_SETS, _MAX_BRANCHES = 3, 6
 
 #: What a match needs: any one of the branches; a branch, a string of each of its sets.
 Needs = tuple[tuple[tuple[str, ...], ...], ...]
-#: A pattern's needs not yet read, and the patterns made whose needs are not yet read (all are read together).
+#: A pattern's needs not yet read.
 _UNREAD = object()
-_MADE: list[Pattern] = []
+#: How many texts a pattern searches as it is before it reads what its matches need: reading that parses the
+#: expression again (about as costly as compiling it), which a filter repays only over many texts. A short run
+#: (one seed of the suite) never pays it; a long one reads each pattern's needs once, early.
+READ_AFTER = 64
 
 
 class Pattern:
@@ -51,32 +54,30 @@ class Pattern:
         regex: The compiled expression.
     """
 
-    __slots__ = ("_needs", "regex")
+    __slots__ = ("_needs", "_searched", "regex")
 
     def __init__(self, regex: re.Pattern[str]) -> None:
         self.regex = regex
         self._needs: Needs | None | object = _UNREAD
-        _MADE.append(self)
+        self._searched = 0
 
     def __repr__(self) -> str:
         return f"Pattern({self.regex.pattern!r}, needs={self.needs!r})"
 
     @property
     def needs(self) -> Needs | None:
-        """What every match holds, read off the expression when a pattern is first used (parsing it again costs
-        about as much as compiling it: a process that never grades a text never pays it). Every pattern made so
-        far is read then, at once, so the cost is paid once, at the first text graded."""
+        """What every match holds, read off the expression when first asked for."""
         if self._needs is _UNREAD:
-            while _MADE:
-                pattern = _MADE.pop()
-                if pattern._needs is _UNREAD:
-                    pattern._needs = _required(pattern.regex)
-            if self._needs is _UNREAD:
-                self._needs = _required(self.regex)
+            self._needs = _required(self.regex)
         return self._needs  # type: ignore[return-value]
 
     def may_match(self, text: str) -> bool:
-        """False only when no match of the expression can be in ``text``."""
+        """False only when no match of the expression can be in ``text`` (always True for the first
+        :data:`READ_AFTER` texts, before the pattern's needs are read)."""
+        if self._needs is _UNREAD:
+            self._searched += 1
+            if self._searched <= READ_AFTER:
+                return True
         needs = self.needs
         if needs is None or not text.isascii() and not FOLDS_TO_ASCII.isdisjoint(text):
             return True

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import graders.claims as claims
 import graders.disclosure as disclosure
-from graders._patterns import FOLDS_TO_ASCII, Pattern, compile_pattern
+from graders._patterns import FOLDS_TO_ASCII, READ_AFTER, Pattern, compile_pattern
 
 #: Every filtered pattern the text graders search with, by name.
 PATTERNS: dict[str, Pattern] = {
@@ -43,6 +43,25 @@ def texts_near(draw: st.DrawFn, pattern: Pattern) -> str:
     return "".join(p + j for p, j in zip(parts, joints, strict=True))
 
 
+class TestWhenNeedsAreRead:
+    def test_a_pattern_searches_as_it_is_until_used_often(self) -> None:
+        """The first READ_AFTER texts are searched as they are (the needs unread, a short run never parses them
+        again); from then on a text without the needed words is not searched, with the same answers."""
+        p = compile_pattern(r"fee.{0,20}waived")
+        answers = [p.search("no such words here") for _ in range(READ_AFTER)]
+        assert answers == [None] * READ_AFTER and p._needs is not None and p.may_match("nothing") is False
+        fresh = compile_pattern(r"fee.{0,20}waived")
+        assert all(fresh.may_match("nothing") for _ in range(READ_AFTER))
+        assert not fresh.may_match("nothing")
+        assert fresh.search("The fee was waived").group(0) == "fee was waived"
+
+    def test_needs_asked_for_are_read_at_once(self) -> None:
+        """Reading ``needs`` (as the tests and repr do) turns the filter on at once."""
+        p = compile_pattern(r"refund.{0,20}sent")
+        assert p.needs == ((("sent",), ("refund",)),) or p.needs == ((("refund",), ("sent",)),)
+        assert not p.may_match("nothing at all")
+
+
 class TestWhatAMatchNeeds:
     def test_every_grader_pattern_knows_what_it_needs(self) -> None:
         """Each clause pattern of the claims grader has strings to look for (else it would run on every clause)."""
@@ -69,6 +88,7 @@ class TestWhatAMatchNeeds:
     def test_a_text_without_the_words_is_not_searched(self) -> None:
         """may_match is False only when none of the needed strings is in the text (in any case)."""
         p = compile_pattern(r"\bfee\b.{0,10}?\bwaived\b", re.I)
+        assert p.needs is not None  # read now: the filter is on from the first text
         assert not p.may_match("the due date moved")
         assert not p.may_match("the fee stays")
         assert p.may_match("the FEE was WAIVED")
