@@ -432,10 +432,7 @@ def run_header(agent: str, argv: Iterable[str] = ()) -> dict[str, Any]:
 
 
 def simworld_version() -> str:
-    """The installed simworld version (``0+unknown`` from a source tree without metadata)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """simworld's version, as written in ``simworld/_version.py`` (which the packaging reads too)."""
+    from simworld._version import __version__
 
-    try:
-        return version("simworld")
-    except PackageNotFoundError:
-        return "0+unknown"
+    return __version__
