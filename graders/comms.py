@@ -422,14 +422,8 @@ def _iso_date(text: str) -> date | None:
 def _figures_of(value: Any, amounts: set[Decimal], dates: set[date]) -> None:
     """Add the amounts (sign-less, normalised) and dates ``value`` (JSON) holds, as :meth:`_Known._absorb` reads
     them, to ``amounts`` and ``dates``: what one record shows, whatever currency it is in."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, str) and _may_be_figure(v):
+    for v in _walk(value):
+        if isinstance(v, str) and _may_be_figure(v):
             if _AMOUNT_IN_DATA.match(v):
                 amounts.add(abs(Decimal(v)).normalize())
             else:
