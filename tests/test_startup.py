@@ -98,7 +98,7 @@ class TestForeignCodeSeesSimulatedTime:
 class TestVersion:
     def test_the_installed_version_as_importlib_metadata_gives_it(self) -> None:
         """simworld_version() is the version the installed package's metadata says: the packaging reads it from
-        simworld/_version.py, the one place it is written."""
+        simworld/_running/version.py, the one place it is written."""
         assert simworld_version() == importlib.metadata.version("simworld")
 
     def test_a_run_never_reads_the_package_metadata(self, tmp_path: Path) -> None:

@@ -432,7 +432,7 @@ def run_header(agent: str, argv: Iterable[str] = ()) -> dict[str, Any]:
 
 
 def simworld_version() -> str:
-    """simworld's version, as written in ``simworld/_version.py`` (which the packaging reads too)."""
-    from simworld._version import __version__
+    """simworld's version, as written in ``simworld/_running/version.py`` (which the packaging reads too)."""
+    from simworld._running.version import __version__
 
     return __version__

@@ -1,3 +1,0 @@
-"""simworld's version: the one place it is written (the packaging reads it from here)."""
-
-__version__ = "0.1.0"
