@@ -351,15 +351,13 @@ def _encoder(cls: type[Any]) -> Callable[[Any], tuple[bytes, bytes] | None]:
             value = f"(None if {v} is None else {text})" if optional else text
             plain.append(f"{f.name!r}: {value}")
             canonical.append(f"{f.name!r}: {value}")
-        elif kind == "instalments":
+        elif kind in ("instalments", "allocations"):  # nested JSON: a (plain, canonical) pair of each kind
             nested = True
-            before.append(f"j{n} = _records_json({v})")
-            checks.append(f"j{n} is not None")
-            plain.append(f"{f.name!r}: j{n}[0]")
-            canonical.append(f"{f.name!r}: j{n}[1]")
-        elif kind == "allocations":
-            nested = True
-            before.append(f"j{n} = _dump({v})")
+            if kind == "instalments":
+                before.append(f"j{n} = _records_json({v})")
+                checks.append(f"j{n} is not None")
+            else:
+                before.append(f"j{n} = _dump({v})")
             plain.append(f"{f.name!r}: j{n}[0]")
             canonical.append(f"{f.name!r}: j{n}[1]")
         else:
