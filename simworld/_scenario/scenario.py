@@ -54,9 +54,10 @@ _TARGET_KEYS = ("customer", "policy", "plan", "fee")
 #: The perturbed starts of the last few (scenario, seed)s: the agent's episode and every solution replay of a
 #: seed start from the same one (a Perturbed is immutable: a State, a clock and variables nobody writes to).
 _INSTANCES: OrderedDict[tuple[int, int], tuple[Scenario, Perturbed]] = OrderedDict()
-#: Enough for every episode a run has in flight (a run with --concurrency N keeps up to 4N); each start held longer
-#: only lengthens the collector's walks (it keeps its records and the calls played from it).
-_INSTANCES_SIZE = 64
+#: Enough for a run's episodes in flight at the default concurrency (a run with --concurrency N keeps up to 4N; a start
+#: dropped is drawn again, the same). Each start held longer keeps its records and their cached JSON alive, memory
+#: the next episode would otherwise reuse while it is still in the processor's caches.
+_INSTANCES_SIZE = 16
 _INSTANCES_LOCK = threading.Lock()
 #: Size limits (documented in docs/scenarios.md): the request (prompt.md) and a solution or script file.
 MAX_PROMPT_BYTES = 64 * 1024
