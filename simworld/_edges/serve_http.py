@@ -244,6 +244,12 @@ class HttpGate:
             answer, sid = answer
             extra = ((SESSION_HEADER, sid.encode()),)
         await _send(send, status, answer, *extra)
+        # An episode this message ended is graded and written only now, its reply sent: the agent never sees the
+        # grade, so its call need not wait for it. Still in the same turn of the event loop as the reply (unless the
+        # write had to wait for a slow reader), so episodes are recorded in the order they end.
+        ended = self.sessions.get(_session_id(headers))
+        if ended is not None:
+            ended.record()
 
     def _answer(self, headers: dict[bytes, bytes], body: bytes) -> tuple[int, Any]:
         """The status and body answering one POSTed JSON-RPC message (with the session id it opened, if any)."""
@@ -285,7 +291,7 @@ class HttpGate:
         if raw is None:
             return _error(400, INVALID_REQUEST, "Bad Request: Missing session ID: send the mcp-session-id header "
                           "that initialize answered with", request_id)
-        session = self.sessions.get(raw.decode("latin-1"))
+        session = self.sessions.get(_session_id(headers))
         if session is None:
             return _error(404, INVALID_REQUEST, "Session not found: it has ended or never existed; initialize a "
                           "new one", request_id)
@@ -326,6 +332,12 @@ class HttpGate:
                 self.sessions.close_all(ENDED_BY_SERVER)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _session_id(headers: dict[bytes, bytes]) -> str | None:
+    """The session a request names (its ``mcp-session-id`` header), if any."""
+    raw = headers.get(SESSION_HEADER)
+    return None if raw is None else raw.decode("latin-1")
 
 
 async def _read_body(headers: dict[bytes, bytes], receive: Receive) -> bytes | None:
