@@ -22,9 +22,18 @@ server's RSS is read before the clients start, after the warm-up, at the end and
 **Open loop** (``--open-loop``): calls are offered at half the capacity the closed loop measured at 50 sessions
 (tool calls per wall second of that run), spread over 50 sessions on a fixed schedule, and the latency of each
 call is counted from when it was due (so a stalled server cannot hide its queue); p50 and p99 are reported.
+Each slot calls every ``50 / rate`` seconds, and the slots' phases are spread evenly over a whole episode (the
+solution's calls), across all client processes from one common origin: at any moment the slots stand at
+different calls of their episodes, as independent agents would. (Phases spread over one call's interval
+instead put every slot at the same call at once, so all 50 episodes ended, were graded and were reopened in
+one burst per episode: a queue that the schedule made, not the offered rate.)
 
 The machine is shared and has few cores, so absolute figures are noisy; the ratio between trees in one run is
-the figure to quote. Results go to ``--out`` as JSON.
+the figure to quote. ``--nice N`` (negative needs root) runs every server and client process at priority N so
+that the machine's other work does not stand in the latency: each in a session of its own whose autogroup gets
+nice N as well, since with ``kernel.sched_autogroup_enabled`` (the default on many distributions) a process's
+own nice only weighs against the processes of its own session, and a CPU-bound job in any other terminal takes
+an equal share whatever it says. Results go to ``--out`` as JSON.
 """
 
 from __future__ import annotations
@@ -61,6 +70,15 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def _prioritise(pid: int, nice: int) -> None:
+    """Run process ``pid`` (a session leader) at priority ``nice``, within its session and, through its autogroup,
+    against the other sessions' processes."""
+    os.setpriority(os.PRIO_PROCESS, pid, nice)
+    autogroup = Path(f"/proc/{pid}/autogroup")
+    if autogroup.exists():
+        autogroup.write_text(str(nice))
+
+
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -81,9 +99,9 @@ class Server:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "simworld", "serve", "--transport", "http", "--port", str(self.port),
                  "--scenario", SCENARIO, "--seed", str(SEED), "--out", str(out)],
-                cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
-        if nice:  # other processes on a shared machine then take CPU from the clients, not from the server
-            os.setpriority(os.PRIO_PROCESS, self.proc.pid, nice)
+                cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, start_new_session=bool(nice))
+        if nice:
+            _prioritise(self.proc.pid, nice)
         deadline = time.monotonic() + 60
         while True:
             if self.proc.poll() is not None:
@@ -144,6 +162,15 @@ async def _episode(client: Any, url: str, steps: list[Any], variables: dict[str,
     return texts
 
 
+def _first_due(spec: dict[str, Any], k: int, calls: int) -> float:
+    """When slot ``k`` of this client process makes its first paced call, on ``time.perf_counter``'s clock: the
+    slots of every process together are phased evenly over one episode of ``calls`` calls from the common
+    ``spec["origin"]`` (wall-clock seconds)."""
+    period = spec["interval"] * calls
+    origin = spec["origin"] - (time.time() - time.perf_counter())
+    return origin + period * (spec["first"] + k) / spec["total"]
+
+
 class _Calls:
     """Counts and times the calls a client makes, and their completion times."""
 
@@ -188,7 +215,7 @@ def client_main(spec: dict[str, Any]) -> dict[str, Any]:
     async def slot(k: int) -> None:
         pacer: _Calls = calls
         if interval is not None:
-            pacer = Paced(time.perf_counter() + interval * k / spec["sessions"])
+            pacer = Paced(_first_due(spec, k, len(steps)))
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(120.0)) as client:
             while time.time() < until:
                 try:
@@ -240,7 +267,7 @@ async def _raw_slot(port: int, k: int, spec: dict[str, Any], steps: list[Any], v
         return response, await reader.readexactly(int(fields.get(b"content-length", b"0")))
 
     interval, expected = spec.get("interval"), spec["expected"]
-    due = time.perf_counter() + (interval * k / spec["sessions"] if interval else 0.0)
+    due = _first_due(spec, k, len(steps)) if interval else 0.0
     try:
         while time.time() < spec["until"]:
             response, _ = await http(b"POST", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -308,12 +335,21 @@ async def _episode_alone(url: str, steps: list[Any], variables: dict[str, Any]) 
 
 
 def _clients(url: str, sessions: int, procs: int, until: float, expected: list[str],
-             interval: float | None = None, raw: bool = False) -> list[subprocess.Popen[bytes]]:
+             interval: float | None = None, raw: bool = False, origin: float = 0.0,
+             nice: int = 0) -> list[subprocess.Popen[bytes]]:
+    """``procs`` client processes sharing ``sessions`` slots; in the open loop slot ``first + k`` of ``total`` has
+    its phase from ``origin`` (:func:`_first_due`)."""
     shares = [sessions // procs + (1 if i < sessions % procs else 0) for i in range(procs)]
+    firsts = [sum(shares[:i]) for i in range(procs)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return [subprocess.Popen([sys.executable, __file__, "--client", orjson.dumps({
+    clients = [subprocess.Popen([sys.executable, __file__, "--client", orjson.dumps({
         "url": url, "sessions": n, "until": until, "expected": expected, "interval": interval,
-        "raw": raw}).decode()], stdout=subprocess.PIPE, env=env) for n in shares if n]
+        "raw": raw, "origin": origin, "first": first, "total": sessions}).decode()], stdout=subprocess.PIPE, env=env,
+        start_new_session=bool(nice)) for n, first in zip(shares, firsts, strict=True) if n]
+    if nice:
+        for client in clients:
+            _prioritise(client.pid, nice)
+    return clients
 
 
 def _collect(procs: list[subprocess.Popen[bytes]]) -> list[dict[str, Any]]:
@@ -355,7 +391,9 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
         cpu0 = _cpu_s(pid)
         start = time.time()
         interval = sessions / rate if rate else None
-        clients = _clients(server.url, sessions, procs, start + warmup + seconds, expected, interval, raw)
+        # The schedule starts a second after the clients are launched: time for them to start and open sessions.
+        clients = _clients(server.url, sessions, procs, start + warmup + seconds, expected, interval, raw,
+                           origin=start + 1.0, nice=nice)
         time.sleep(warmup)
         rss.append(_rss_mb(pid))
         time.sleep(seconds)
@@ -381,7 +419,7 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     span = stamps[-1][0] - stamps[0][0] if calls > 1 else float("nan")
     return {
         "sessions": sessions, "mode": "open" if rate else "closed",
-        "client": "raw-http" if raw else "mcp-sdk", "server_nice": nice,
+        "client": "raw-http" if raw else "mcp-sdk", "nice": nice,
         "offered_calls_per_s": rate, "tool_calls": calls, "episodes": episodes,
         "server_cpu_s": round(cpu1 - cpu0, 3),
         "server_cpu_ms_per_call": round(1000 * (cpu1 - cpu0) / calls, 3) if calls else None,
@@ -412,8 +450,8 @@ def main() -> None:
                              "(the SDK client's CPU, not the server's, bounds what it can offer)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "serve.json")
     parser.add_argument("--nice", type=int, default=0,
-                        help="the servers' scheduling priority in the --raw runs (e.g. -10, as root), so that a "
-                             "loaded machine's other processes do not stand in the server's latency")
+                        help="the scheduling priority of every server and client process (e.g. -10, as root), so "
+                             "that a loaded machine's other processes do not stand in the latency")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client is not None:
@@ -430,7 +468,7 @@ def main() -> None:
                 order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
                 for name, tree in order:
                     run = {"name": name, "round": round_} | measure(tree, work, n, args.seconds, args.warmup,
-                                                                     args.clients)
+                                                                     args.clients, nice=args.nice)
                     runs.append(run)
                     print(orjson.dumps(run).decode(), flush=True)
         if args.open_loop:
@@ -438,7 +476,7 @@ def main() -> None:
                 closed = [r for r in runs if r["name"] == name and r["sessions"] == 50 and r["mode"] == "closed"]
                 capacity = statistics.median(r["calls_per_s"] for r in closed) if closed else 100.0
                 run = {"name": name, "round": 0, "capacity_calls_per_s": capacity} | measure(
-                    tree, work, 50, args.seconds, args.warmup, args.clients, rate=capacity / 2)
+                    tree, work, 50, args.seconds, args.warmup, args.clients, rate=capacity / 2, nice=args.nice)
                 runs.append(run)
                 print(orjson.dumps(run).decode(), flush=True)
         if args.raw:  # the plain client reads JSON responses: an SSE-answering server (the old one) cannot be read
