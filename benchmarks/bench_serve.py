@@ -22,6 +22,8 @@ server's RSS is read before the clients start, after the warm-up, at the end and
 **Open loop** (``--open-loop``): calls are offered at half the capacity the closed loop measured at 50 sessions
 (tool calls per wall second of that run), spread over 50 sessions on a fixed schedule, and the latency of each
 call is counted from when it was due (so a stalled server cannot hide its queue); p50 and p99 are reported.
+Each client process also records how late its own event loop wakes from a 5 ms sleep (``client_lag_ms``): the
+part of a call's latency that may be the client's, not the server's.
 Each slot calls every ``50 / rate`` seconds, and the slots' phases are spread evenly over a whole episode (the
 solution's calls), across all client processes from one common origin: at any moment the slots stand at
 different calls of their episodes, as independent agents would. (Phases spread over one call's interval
@@ -47,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = "split-balance-three-ways"
 SEED = 3
 TICKS = os.sysconf("SC_CLK_TCK")
+#: The sleep whose overshoot measures a client's event-loop lag in the open loop.
+LAG_TICK = 0.005
 
 
 def _free_port() -> int:
@@ -171,6 +176,16 @@ def _first_due(spec: dict[str, Any], k: int, calls: int) -> float:
     return origin + period * (spec["first"] + k) / spec["total"]
 
 
+async def _watch_lag(lags: list[tuple[float, float]], sleep: Callable[[float], Awaitable[Any]]) -> None:
+    """Record, until cancelled, how late this client's event loop wakes from a :data:`LAG_TICK` sleep, as
+    (``perf_counter`` time, lateness): time that a call's latency may owe to the client rather than the server."""
+    while True:
+        before = time.perf_counter()
+        await sleep(LAG_TICK)
+        now = time.perf_counter()
+        lags.append((now, now - before - LAG_TICK))
+
+
 class _Calls:
     """Counts and times the calls a client makes, and their completion times."""
 
@@ -192,30 +207,35 @@ def client_main(spec: dict[str, Any]) -> dict[str, Any]:
     import anyio
     import httpx2
 
+    # Imported here, not at the first episode: an import inside the loop would stall every slot of this client.
+    import mcp.client.streamable_http  # noqa: F401
+
     steps, variables = _solution()
     url, until = spec["url"], spec["until"]
     expected: list[str] | None = spec.get("expected")
     interval: float | None = spec.get("interval")  # open loop: seconds between one slot's calls
     calls = _Calls()
     report: dict[str, Any] = {"episodes": 0, "errors": [], "crosstalk": 0, "stamps": None}
+    lags: list[tuple[float, float]] = []
 
     class Paced(_Calls):
-        def __init__(self, start: float) -> None:
+        def __init__(self, start: float, interval: float) -> None:
             super().__init__()
             self.next = start
+            self.interval = interval
 
         async def __call__(self, awaitable: Any) -> Any:
             delay = self.next - time.perf_counter()
             if delay > 0:
                 await anyio.sleep(delay)
             self.due = self.next
-            self.next += interval
+            self.next += self.interval
             return await awaitable
 
     async def slot(k: int) -> None:
         pacer: _Calls = calls
         if interval is not None:
-            pacer = Paced(_first_due(spec, k, len(steps)))
+            pacer = Paced(_first_due(spec, k, len(steps)), interval)
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(120.0)) as client:
             while time.time() < until:
                 try:
@@ -230,9 +250,13 @@ def client_main(spec: dict[str, Any]) -> dict[str, Any]:
             calls.stamps.extend(pacer.stamps)
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            for k in range(spec["sessions"]):
-                tg.start_soon(slot, k)
+        async with anyio.create_task_group() as watch:
+            if interval is not None:
+                watch.start_soon(_watch_lag, lags, anyio.sleep)
+            async with anyio.create_task_group() as tg:
+                for k in range(spec["sessions"]):
+                    tg.start_soon(slot, k)
+            watch.cancel_scope.cancel()
 
     if spec["sessions"] == 0:  # a lone episode: what every reply must equal
         report["expected"] = anyio.run(_episode_alone, url, steps, variables)
@@ -241,6 +265,7 @@ def client_main(spec: dict[str, Any]) -> dict[str, Any]:
     # Completion times go back as wall-clock times so the parent can cut them to its window.
     offset = time.time() - time.perf_counter()
     report["stamps"] = [(t + offset, lat) for t, lat in calls.stamps]
+    report["lags"] = [(t + offset, lag) for t, lag in lags]
     return report
 
 
@@ -287,7 +312,7 @@ async def _raw_slot(port: int, k: int, spec: dict[str, Any], steps: list[Any], v
                                                "params": {"name": step.tool, "arguments": args}}, sid)
                 calls.due = started
                 calls.done(started)
-                report["response_s"].append(time.perf_counter() - sent)
+                report["response_s"].append((time.perf_counter(), time.perf_counter() - sent))
                 due += interval or 0.0
                 result = orjson.loads(body)["result"]
                 texts.append("\n".join(block["text"] for block in result["content"]))
@@ -313,14 +338,20 @@ def raw_client_main(spec: dict[str, Any]) -> dict[str, Any]:
     port = urlsplit(spec["url"]).port or 80
     calls = _Calls()
     report: dict[str, Any] = {"episodes": 0, "errors": [], "crosstalk": 0, "response_s": []}
+    lags: list[tuple[float, float]] = []
 
     async def main() -> None:
+        watch = asyncio.ensure_future(_watch_lag(lags, asyncio.sleep)) if spec.get("interval") else None
         await asyncio.gather(*(_raw_slot(port, k, spec, steps, variables, calls, report)
                                for k in range(spec["sessions"])))
+        if watch is not None:
+            watch.cancel()
 
     asyncio.run(main())
     offset = time.time() - time.perf_counter()
     report["stamps"] = [(t + offset, lat) for t, lat in calls.stamps]
+    report["response_s"] = [(t + offset, response) for t, response in report["response_s"]]
+    report["lags"] = [(t + offset, lag) for t, lag in lags]
     return report
 
 
@@ -408,7 +439,8 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     latencies = [lat for t, lat in stamps if t >= start + warmup]
     # The raw client also times each call from its request written to its response read: without the time the
     # client itself was late to send it.
-    responses = [x for r in reports for x in r.get("response_s", ())]
+    responses = [x for r in reports for t, x in r.get("response_s", ()) if t >= start + warmup]
+    lags = [lag for r in reports for t, lag in r.get("lags", ()) if t >= start + warmup]
     episodes = sum(r["episodes"] for r in reports)
     errors = [e for r in reports for e in r["errors"]]
     crosstalk = sum(r["crosstalk"] for r in reports)
@@ -428,6 +460,9 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
                        "p99": round(1000 * _percentile(latencies, 0.99), 2)},
         **({"response_ms": {"p50": round(1000 * _percentile(responses, 0.5), 2),
                             "p99": round(1000 * _percentile(responses, 0.99), 2)}} if responses else {}),
+        **({"client_lag_ms": {"p50": round(1000 * _percentile(lags, 0.5), 2),
+                              "p99": round(1000 * _percentile(lags, 0.99), 2),
+                              "max": round(1000 * max(lags), 2)}} if lags else {}),
         "rss_mb": {"before": rss[0], "after_warmup": rss[1], "end": rss[2], "after_last_episode": rss[3]},
         "errors": len(errors), "error_samples": errors[:3], "crosstalk": crosstalk,
         "result_lines": len(lines), "bad_result_lines": len(bad_lines),
@@ -481,10 +516,10 @@ def main() -> None:
                 print(orjson.dumps(run).decode(), flush=True)
         if args.raw:  # the plain client reads JSON responses: an SSE-answering server (the old one) cannot be read
             for name, tree in [("new", trees["new"])]:
-                closed = measure(tree, work, 50, args.seconds, args.warmup, 1, raw=True, nice=args.nice)
-                runs.append({"name": name, "round": 0} | closed)
+                raw_closed = measure(tree, work, 50, args.seconds, args.warmup, 1, raw=True, nice=args.nice)
+                runs.append({"name": name, "round": 0} | raw_closed)
                 print(orjson.dumps(runs[-1]).decode(), flush=True)
-                capacity = closed["calls_per_s"]
+                capacity = raw_closed["calls_per_s"]
                 run = {"name": name, "round": 0, "capacity_calls_per_s": capacity} | measure(
                     tree, work, 50, args.seconds, args.warmup, 1, rate=capacity / 2, raw=True, nice=args.nice)
                 runs.append(run)
