@@ -549,8 +549,16 @@ def main() -> None:
         for n in levels:
             if f"old@{n}" in summary and f"new@{n}" in summary:
                 summary[f"ratio_new_over_old@{n}"] = round(summary[f"new@{n}"] / summary[f"old@{n}"], 3)
-    # The trees' own paths are this machine's: the command names them by role.
-    argv = ["OLD_TREE" if args.old and a == str(args.old) else a for a in sys.argv[1:]]
+    # The trees' own paths are this machine's: the command names the old tree by role and an --out inside this tree
+    # relative to it.
+    out = args.out.resolve()
+
+    def shown(arg: str) -> str:
+        if args.old and arg == str(args.old):
+            return "OLD_TREE"
+        return str(out.relative_to(ROOT)) if Path(arg).resolve() == out and out.is_relative_to(ROOT) else arg
+
+    argv = [shown(a) for a in sys.argv[1:]]
     document = {"command": "python benchmarks/bench_serve.py " + " ".join(argv),
                 "cpus": os.cpu_count(), "scenario": SCENARIO, "seed": SEED,
                 "server_cpu_ms_per_call": summary, "runs": runs}
