@@ -22,13 +22,13 @@ server's RSS is read before the clients start, after the warm-up, at the end and
 **Open loop** (``--open-loop``): calls are offered at half the capacity the closed loop measured at 50 sessions
 (tool calls per wall second of that run), spread over 50 sessions on a fixed schedule, and the latency of each
 call is counted from when it was due (so a stalled server cannot hide its queue); p50 and p99 are reported.
-Each client process also records how late its own event loop wakes from a 5 ms sleep (``client_lag_ms``): the
-part of a call's latency that may be the client's, not the server's.
 Each slot calls every ``50 / rate`` seconds, and the slots' phases are spread evenly over a whole episode (the
 solution's calls), across all client processes from one common origin: at any moment the slots stand at
 different calls of their episodes, as independent agents would. (Phases spread over one call's interval
 instead put every slot at the same call at once, so all 50 episodes ended, were graded and were reopened in
-one burst per episode: a queue that the schedule made, not the offered rate.)
+one burst per episode: a queue that the schedule made, not the offered rate.) Each client process also records
+how late its own event loop wakes from a 5 ms sleep (``client_lag_ms``): the part of a call's latency that may be
+the client's, not the server's.
 
 The machine is shared and has few cores, so absolute figures are noisy; the ratio between trees in one run is
 the figure to quote. ``--nice N`` (negative needs root) runs every server and client process at priority N so
@@ -322,7 +322,8 @@ async def _raw_slot(port: int, k: int, spec: dict[str, Any], steps: list[Any], v
                                                "params": {"name": step.tool, "arguments": args}}, sid)
                 calls.due = started
                 calls.done(started)
-                report["response_s"].append((time.perf_counter(), time.perf_counter() - sent))
+                replied = time.perf_counter()
+                report["response_s"].append((replied, replied - sent))
                 due += interval or 0.0
                 result = orjson.loads(body)["result"]
                 texts.append("\n".join(block["text"] for block in result["content"]))
