@@ -16,7 +16,8 @@
   (the ASGI lifespan's shutdown) for every session still open. ``GET`` is 405: this server never speaks
   first. A JSON-RPC batch (removed from MCP in 2025-06-18) is refused as an invalid request. On a loopback
   address the ``Host`` and ``Origin`` headers must name loopback too (DNS rebinding). What each method
-  answers is :mod:`simworld._edges.serve_rpc`.
+  answers is :mod:`simworld._edges.serve_rpc`. An episode that a call ends is graded and written once the reply
+  to that call has been sent (:meth:`~simworld._edges.serve.EpisodeSession.record`).
 
 Nothing here imports the MCP SDK, Starlette or uvicorn: the app is a plain ASGI callable.
 """
