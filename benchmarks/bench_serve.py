@@ -22,14 +22,26 @@ server's RSS is read before the clients start, after the warm-up, at the end and
 **Open loop** (``--open-loop``): calls are offered at half the capacity the closed loop measured at 50 sessions
 (tool calls per wall second of that run), spread over 50 sessions on a fixed schedule, and the latency of each
 call is counted from when it was due (so a stalled server cannot hide its queue); p50 and p99 are reported.
+Each slot calls every ``50 / rate`` seconds, and the slots' phases are spread evenly over a whole episode (the
+solution's calls), across all client processes from one common origin: at any moment the slots stand at
+different calls of their episodes, as independent agents would. (Phases spread over one call's interval
+instead put every slot at the same call at once, so all 50 episodes ended, were graded and were reopened in
+one burst per episode: a queue that the schedule made, not the offered rate.) Each client process also records
+how late its own event loop wakes from a 5 ms sleep (``client_lag_ms``): the part of a call's latency that may be
+the client's, not the server's.
 
 The machine is shared and has few cores, so absolute figures are noisy; the ratio between trees in one run is
-the figure to quote. Results go to ``--out`` as JSON.
+the figure to quote. ``--nice N`` (negative needs root) runs every server and client process at priority N so
+that the machine's other work does not stand in the latency: each in a session of its own whose autogroup gets
+nice N as well, since with ``kernel.sched_autogroup_enabled`` (the default on many distributions) a process's
+own nice only weighs against the processes of its own session, and a CPU-bound job in any other terminal takes
+an equal share whatever it says. Results go to ``--out`` as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import socket
@@ -38,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +60,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = "split-balance-three-ways"
 SEED = 3
 TICKS = os.sysconf("SC_CLK_TCK")
+#: The sleep whose overshoot measures a client's event-loop lag in the open loop.
+LAG_TICK = 0.005
 
 
 def _free_port() -> int:
@@ -59,6 +74,15 @@ def _cpu_s(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` so far (``/proc/PID/stat``, fields 14 and 15)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _prioritise(pid: int, nice: int) -> None:
+    """Run process ``pid`` (a session leader) at priority ``nice``, within its session and, through its autogroup,
+    against the other sessions' processes."""
+    os.setpriority(os.PRIO_PROCESS, pid, nice)
+    autogroup = Path(f"/proc/{pid}/autogroup")
+    if autogroup.exists():
+        autogroup.write_text(str(nice))
 
 
 def _rss_mb(pid: int) -> float:
@@ -81,9 +105,9 @@ class Server:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "simworld", "serve", "--transport", "http", "--port", str(self.port),
                  "--scenario", SCENARIO, "--seed", str(SEED), "--out", str(out)],
-                cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
-        if nice:  # other processes on a shared machine then take CPU from the clients, not from the server
-            os.setpriority(os.PRIO_PROCESS, self.proc.pid, nice)
+                cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, start_new_session=bool(nice))
+        if nice:
+            _prioritise(self.proc.pid, nice)
         deadline = time.monotonic() + 60
         while True:
             if self.proc.poll() is not None:
@@ -144,6 +168,25 @@ async def _episode(client: Any, url: str, steps: list[Any], variables: dict[str,
     return texts
 
 
+def _first_due(spec: dict[str, Any], k: int, calls: int) -> float:
+    """When slot ``k`` of this client process makes its first paced call, on ``time.perf_counter``'s clock: the
+    slots of every process together are phased evenly over one episode of ``calls`` calls from the common
+    ``spec["origin"]`` (wall-clock seconds)."""
+    period = spec["interval"] * calls
+    origin = spec["origin"] - (time.time() - time.perf_counter())
+    return origin + period * (spec["first"] + k) / spec["total"]
+
+
+async def _watch_lag(lags: list[tuple[float, float]], sleep: Callable[[float], Awaitable[Any]]) -> None:
+    """Record, until cancelled, how late this client's event loop wakes from a :data:`LAG_TICK` sleep, as
+    (``perf_counter`` time, lateness): time that a call's latency may owe to the client rather than the server."""
+    while True:
+        before = time.perf_counter()
+        await sleep(LAG_TICK)
+        now = time.perf_counter()
+        lags.append((now, now - before - LAG_TICK))
+
+
 class _Calls:
     """Counts and times the calls a client makes, and their completion times."""
 
@@ -160,35 +203,49 @@ class _Calls:
         self.stamps.append((now, now - origin))
 
 
+def _freeze() -> None:
+    """Keep what a client process has loaded (the SDK, pydantic, httpx, the scenario) out of its collector's sight:
+    a full collection over it paused the SDK client for up to ~100 ms here, during which the calls it made or read
+    looked late, although the server had answered them."""
+    gc.collect()
+    gc.freeze()
+
+
 def client_main(spec: dict[str, Any]) -> dict[str, Any]:
     """Hold ``spec["sessions"]`` session slots open against ``spec["url"]`` until ``spec["until"]``."""
     import anyio
     import httpx2
 
+    # Imported here, not at the first episode: an import inside the loop would stall every slot of this client.
+    import mcp.client.streamable_http  # noqa: F401
+
     steps, variables = _solution()
+    _freeze()
     url, until = spec["url"], spec["until"]
     expected: list[str] | None = spec.get("expected")
     interval: float | None = spec.get("interval")  # open loop: seconds between one slot's calls
     calls = _Calls()
     report: dict[str, Any] = {"episodes": 0, "errors": [], "crosstalk": 0, "stamps": None}
+    lags: list[tuple[float, float]] = []
 
     class Paced(_Calls):
-        def __init__(self, start: float) -> None:
+        def __init__(self, start: float, interval: float) -> None:
             super().__init__()
             self.next = start
+            self.interval = interval
 
         async def __call__(self, awaitable: Any) -> Any:
             delay = self.next - time.perf_counter()
             if delay > 0:
                 await anyio.sleep(delay)
             self.due = self.next
-            self.next += interval
+            self.next += self.interval
             return await awaitable
 
     async def slot(k: int) -> None:
         pacer: _Calls = calls
         if interval is not None:
-            pacer = Paced(time.perf_counter() + interval * k / spec["sessions"])
+            pacer = Paced(_first_due(spec, k, len(steps)), interval)
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(120.0)) as client:
             while time.time() < until:
                 try:
@@ -203,9 +260,13 @@ def client_main(spec: dict[str, Any]) -> dict[str, Any]:
             calls.stamps.extend(pacer.stamps)
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            for k in range(spec["sessions"]):
-                tg.start_soon(slot, k)
+        async with anyio.create_task_group() as watch:
+            if interval is not None:
+                watch.start_soon(_watch_lag, lags, anyio.sleep)
+            async with anyio.create_task_group() as tg:
+                for k in range(spec["sessions"]):
+                    tg.start_soon(slot, k)
+            watch.cancel_scope.cancel()
 
     if spec["sessions"] == 0:  # a lone episode: what every reply must equal
         report["expected"] = anyio.run(_episode_alone, url, steps, variables)
@@ -214,6 +275,7 @@ def client_main(spec: dict[str, Any]) -> dict[str, Any]:
     # Completion times go back as wall-clock times so the parent can cut them to its window.
     offset = time.time() - time.perf_counter()
     report["stamps"] = [(t + offset, lat) for t, lat in calls.stamps]
+    report["lags"] = [(t + offset, lag) for t, lag in lags]
     return report
 
 
@@ -240,7 +302,7 @@ async def _raw_slot(port: int, k: int, spec: dict[str, Any], steps: list[Any], v
         return response, await reader.readexactly(int(fields.get(b"content-length", b"0")))
 
     interval, expected = spec.get("interval"), spec["expected"]
-    due = time.perf_counter() + (interval * k / spec["sessions"] if interval else 0.0)
+    due = _first_due(spec, k, len(steps)) if interval else 0.0
     try:
         while time.time() < spec["until"]:
             response, _ = await http(b"POST", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -260,7 +322,8 @@ async def _raw_slot(port: int, k: int, spec: dict[str, Any], steps: list[Any], v
                                                "params": {"name": step.tool, "arguments": args}}, sid)
                 calls.due = started
                 calls.done(started)
-                report["response_s"].append(time.perf_counter() - sent)
+                replied = time.perf_counter()
+                report["response_s"].append((replied, replied - sent))
                 due += interval or 0.0
                 result = orjson.loads(body)["result"]
                 texts.append("\n".join(block["text"] for block in result["content"]))
@@ -283,17 +346,24 @@ def raw_client_main(spec: dict[str, Any]) -> dict[str, Any]:
     from urllib.parse import urlsplit
 
     steps, variables = _solution()
+    _freeze()
     port = urlsplit(spec["url"]).port or 80
     calls = _Calls()
     report: dict[str, Any] = {"episodes": 0, "errors": [], "crosstalk": 0, "response_s": []}
+    lags: list[tuple[float, float]] = []
 
     async def main() -> None:
+        watch = asyncio.ensure_future(_watch_lag(lags, asyncio.sleep)) if spec.get("interval") else None
         await asyncio.gather(*(_raw_slot(port, k, spec, steps, variables, calls, report)
                                for k in range(spec["sessions"])))
+        if watch is not None:
+            watch.cancel()
 
     asyncio.run(main())
     offset = time.time() - time.perf_counter()
     report["stamps"] = [(t + offset, lat) for t, lat in calls.stamps]
+    report["response_s"] = [(t + offset, response) for t, response in report["response_s"]]
+    report["lags"] = [(t + offset, lag) for t, lag in lags]
     return report
 
 
@@ -308,12 +378,21 @@ async def _episode_alone(url: str, steps: list[Any], variables: dict[str, Any]) 
 
 
 def _clients(url: str, sessions: int, procs: int, until: float, expected: list[str],
-             interval: float | None = None, raw: bool = False) -> list[subprocess.Popen[bytes]]:
+             interval: float | None = None, raw: bool = False, origin: float = 0.0,
+             nice: int = 0) -> list[subprocess.Popen[bytes]]:
+    """``procs`` client processes sharing ``sessions`` slots; in the open loop slot ``first + k`` of ``total`` has
+    its phase from ``origin`` (:func:`_first_due`)."""
     shares = [sessions // procs + (1 if i < sessions % procs else 0) for i in range(procs)]
+    firsts = [sum(shares[:i]) for i in range(procs)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return [subprocess.Popen([sys.executable, __file__, "--client", orjson.dumps({
+    clients = [subprocess.Popen([sys.executable, __file__, "--client", orjson.dumps({
         "url": url, "sessions": n, "until": until, "expected": expected, "interval": interval,
-        "raw": raw}).decode()], stdout=subprocess.PIPE, env=env) for n in shares if n]
+        "raw": raw, "origin": origin, "first": first, "total": sessions}).decode()], stdout=subprocess.PIPE, env=env,
+        start_new_session=bool(nice)) for n, first in zip(shares, firsts, strict=True) if n]
+    if nice:
+        for client in clients:
+            _prioritise(client.pid, nice)
+    return clients
 
 
 def _collect(procs: list[subprocess.Popen[bytes]]) -> list[dict[str, Any]]:
@@ -355,7 +434,9 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
         cpu0 = _cpu_s(pid)
         start = time.time()
         interval = sessions / rate if rate else None
-        clients = _clients(server.url, sessions, procs, start + warmup + seconds, expected, interval, raw)
+        # The schedule starts a second after the clients are launched: time for them to start and open sessions.
+        clients = _clients(server.url, sessions, procs, start + warmup + seconds, expected, interval, raw,
+                           origin=start + 1.0, nice=nice)
         time.sleep(warmup)
         rss.append(_rss_mb(pid))
         time.sleep(seconds)
@@ -370,7 +451,8 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     latencies = [lat for t, lat in stamps if t >= start + warmup]
     # The raw client also times each call from its request written to its response read: without the time the
     # client itself was late to send it.
-    responses = [x for r in reports for x in r.get("response_s", ())]
+    responses = [x for r in reports for t, x in r.get("response_s", ()) if t >= start + warmup]
+    lags = [lag for r in reports for t, lag in r.get("lags", ()) if t >= start + warmup]
     episodes = sum(r["episodes"] for r in reports)
     errors = [e for r in reports for e in r["errors"]]
     crosstalk = sum(r["crosstalk"] for r in reports)
@@ -381,7 +463,7 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     span = stamps[-1][0] - stamps[0][0] if calls > 1 else float("nan")
     return {
         "sessions": sessions, "mode": "open" if rate else "closed",
-        "client": "raw-http" if raw else "mcp-sdk", "server_nice": nice,
+        "client": "raw-http" if raw else "mcp-sdk", "nice": nice,
         "offered_calls_per_s": rate, "tool_calls": calls, "episodes": episodes,
         "server_cpu_s": round(cpu1 - cpu0, 3),
         "server_cpu_ms_per_call": round(1000 * (cpu1 - cpu0) / calls, 3) if calls else None,
@@ -390,6 +472,9 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
                        "p99": round(1000 * _percentile(latencies, 0.99), 2)},
         **({"response_ms": {"p50": round(1000 * _percentile(responses, 0.5), 2),
                             "p99": round(1000 * _percentile(responses, 0.99), 2)}} if responses else {}),
+        **({"client_lag_ms": {"p50": round(1000 * _percentile(lags, 0.5), 2),
+                              "p99": round(1000 * _percentile(lags, 0.99), 2),
+                              "max": round(1000 * max(lags), 2)}} if lags else {}),
         "rss_mb": {"before": rss[0], "after_warmup": rss[1], "end": rss[2], "after_last_episode": rss[3]},
         "errors": len(errors), "error_samples": errors[:3], "crosstalk": crosstalk,
         "result_lines": len(lines), "bad_result_lines": len(bad_lines),
@@ -412,8 +497,8 @@ def main() -> None:
                              "(the SDK client's CPU, not the server's, bounds what it can offer)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "serve.json")
     parser.add_argument("--nice", type=int, default=0,
-                        help="the servers' scheduling priority in the --raw runs (e.g. -10, as root), so that a "
-                             "loaded machine's other processes do not stand in the server's latency")
+                        help="the scheduling priority of every server and client process (e.g. -10, as root), so "
+                             "that a loaded machine's other processes do not stand in the latency")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client is not None:
@@ -430,7 +515,7 @@ def main() -> None:
                 order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
                 for name, tree in order:
                     run = {"name": name, "round": round_} | measure(tree, work, n, args.seconds, args.warmup,
-                                                                     args.clients)
+                                                                     args.clients, nice=args.nice)
                     runs.append(run)
                     print(orjson.dumps(run).decode(), flush=True)
         if args.open_loop:
@@ -438,15 +523,15 @@ def main() -> None:
                 closed = [r for r in runs if r["name"] == name and r["sessions"] == 50 and r["mode"] == "closed"]
                 capacity = statistics.median(r["calls_per_s"] for r in closed) if closed else 100.0
                 run = {"name": name, "round": 0, "capacity_calls_per_s": capacity} | measure(
-                    tree, work, 50, args.seconds, args.warmup, args.clients, rate=capacity / 2)
+                    tree, work, 50, args.seconds, args.warmup, args.clients, rate=capacity / 2, nice=args.nice)
                 runs.append(run)
                 print(orjson.dumps(run).decode(), flush=True)
         if args.raw:  # the plain client reads JSON responses: an SSE-answering server (the old one) cannot be read
             for name, tree in [("new", trees["new"])]:
-                closed = measure(tree, work, 50, args.seconds, args.warmup, 1, raw=True, nice=args.nice)
-                runs.append({"name": name, "round": 0} | closed)
+                raw_closed = measure(tree, work, 50, args.seconds, args.warmup, 1, raw=True, nice=args.nice)
+                runs.append({"name": name, "round": 0} | raw_closed)
                 print(orjson.dumps(runs[-1]).decode(), flush=True)
-                capacity = closed["calls_per_s"]
+                capacity = raw_closed["calls_per_s"]
                 run = {"name": name, "round": 0, "capacity_calls_per_s": capacity} | measure(
                     tree, work, 50, args.seconds, args.warmup, 1, rate=capacity / 2, raw=True, nice=args.nice)
                 runs.append(run)
@@ -465,8 +550,16 @@ def main() -> None:
         for n in levels:
             if f"old@{n}" in summary and f"new@{n}" in summary:
                 summary[f"ratio_new_over_old@{n}"] = round(summary[f"new@{n}"] / summary[f"old@{n}"], 3)
-    # The trees' own paths are this machine's: the command names them by role.
-    argv = ["OLD_TREE" if args.old and a == str(args.old) else a for a in sys.argv[1:]]
+    # The trees' own paths are this machine's: the command names the old tree by role and an --out inside this tree
+    # relative to it.
+    out = args.out.resolve()
+
+    def shown(arg: str) -> str:
+        if args.old and arg == str(args.old):
+            return "OLD_TREE"
+        return str(out.relative_to(ROOT)) if Path(arg).resolve() == out and out.is_relative_to(ROOT) else arg
+
+    argv = [shown(a) for a in sys.argv[1:]]
     document = {"command": "python benchmarks/bench_serve.py " + " ".join(argv),
                 "cpus": os.cpu_count(), "scenario": SCENARIO, "seed": SEED,
                 "server_cpu_ms_per_call": summary, "runs": runs}

@@ -8,7 +8,7 @@ once.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,10 @@ class Wire:
         self.app = HttpGate(self.sessions, Rpc(self.sessions, "0"), token)
 
     def request(self, method: str = "POST", body: Any = None, headers: dict[str, str] | None = None,
-                path: str = "/mcp") -> tuple[int, dict[bytes, bytes], bytes]:
-        """Status, response headers and body of one request (``body`` is JSON-encoded unless it is bytes)."""
+                path: str = "/mcp", on_send: Callable[[MutableMapping[str, Any]], None] | None = None,
+                ) -> tuple[int, dict[bytes, bytes], bytes]:
+        """Status, response headers and body of one request (``body`` is JSON-encoded unless it is bytes);
+        ``on_send`` sees each ASGI message as the app sends it."""
         raw = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
         merged = JSON_HEADERS | (headers or {})
         scope: dict[str, Any] = {"type": "http", "method": method, "path": path,
@@ -57,6 +59,8 @@ class Wire:
 
         async def send(message: MutableMapping[str, Any]) -> None:
             sent.append(message)
+            if on_send is not None:
+                on_send(message)
 
         anyio.run(self.app, scope, receive, send)
         start, body_message = sent
@@ -310,6 +314,48 @@ class TestSessions:
         assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
         lines = [orjson.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_bytes().splitlines()]
         assert [line["error"] for line in lines] == [ENDED_BY_SERVER] * 2 and len(wire.sessions) == 0
+
+
+class TestRecording:
+    def test_the_call_that_ends_an_episode_is_answered_before_it_is_graded(self, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+        """The reply to a terminal call goes out before the episode's result line and event file are written (no
+        call waits for a grade), and both are written before the request is done."""
+        monkeypatch.setattr("sys.stderr", io.StringIO())
+        out = tmp_path / "out"
+        wire = Wire(out)
+        sid = wire.open()
+        written_at_reply: list[tuple[bool, list[str]]] = []
+
+        def on_send(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                events = sorted(p.name for p in (out / "events").glob("*.jsonl")) if (out / "events").exists() else []
+                written_at_reply.append(((out / "results.jsonl").exists(), events))
+
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "decline", "arguments": {"reason": "Testing."}}}
+        status, _, body = wire.request(body=call, headers={"mcp-session-id": sid}, on_send=on_send)
+        assert status == 200 and "The episode is over" in orjson.loads(body)["result"]["content"][-1]["text"]
+        assert written_at_reply == [(False, [])]
+        (line,) = [orjson.loads(x) for x in (out / "results.jsonl").read_bytes().splitlines()]
+        assert (line["outcome"], line["stop_reason"], line["trial"]) == ("decline", "terminal", 0)
+        assert [p.name for p in (out / "events").iterdir()] == [f"{SCENARIO}__seed-{SEED}.jsonl"]
+
+    def test_an_ended_episode_not_yet_recorded_is_recorded_when_its_session_closes(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An episode ended by a call but not yet recorded (its reply still on its way) is written, as it ended,
+        when its session is closed (DELETE, the sweep, the server stopping), and only once."""
+        monkeypatch.setattr("sys.stderr", io.StringIO())
+        out = tmp_path / "out"
+        sessions = EpisodeSessions(SPLIT, SEED, out)
+        session = sessions.open("a")
+        session.call("decline", {"reason": "Testing."})
+        assert not (out / "results.jsonl").exists()
+        sessions.close("a", ENDED_BY_CLIENT)
+        (line,) = [orjson.loads(x) for x in (out / "results.jsonl").read_bytes().splitlines()]
+        assert (line["outcome"], line["stop_reason"], line["error"]) == ("decline", "terminal", None)
+        session.record()
+        assert len((out / "results.jsonl").read_bytes().splitlines()) == 1
 
 
 class TestOriginChecks:

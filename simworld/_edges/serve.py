@@ -27,7 +27,8 @@ its canonical JSON text (and as ``structuredContent``); an ``error`` or ``denied
 An unknown tool or a bad argument is recorded and answered exactly as ``simworld run`` would.
 
 When an episode ends (a terminal tool — finish, escalate, request_information, decline — or the
-scenario's ``max_steps`` or ``timeout_s``), it is sealed and graded against the solutions' end states;
+scenario's ``max_steps`` or ``timeout_s``), it is sealed and graded against the solutions' end states (over
+HTTP once the reply to the call that ended it is sent, so that no call waits for a grade);
 with ``out`` its event log goes to ``out/events/`` and then its result line is appended, whole, to
 ``out/results.jsonl``, as ``simworld run`` writes them (no wall-clock value; the scenario's post-run hooks
 run as they do there). Episodes are numbered as trials of the (scenario, seed) in the order they end —
@@ -157,7 +158,10 @@ class Trials:
 class EpisodeSession:
     """One episode driven call by call by a remote agent: steps, seals, grades and writes it.
 
-    The MCP layer only translates; everything simworld-specific is here.
+    The MCP layer only translates; everything simworld-specific is here. A call that ends the episode seals it
+    (the reply says why it ended) but leaves the grading and writing to :meth:`record`, which the transport calls
+    once the reply is on its way: the agent never sees the grade, so it need not wait for it, and neither need the
+    other sessions' calls queued behind it for longer than the grading itself.
     """
 
     def __init__(self, scenario: Scenario, seed: int, out: Path | None = None, *, number: int = 0,
@@ -176,6 +180,8 @@ class EpisodeSession:
         self.seal_error: str | None = None
         #: Why the episode ended, once it has.
         self.stop_reason: str | None = None
+        #: The sealed episode, from its end until :meth:`record` grades and writes it.
+        self._ended: Episode | None = None
         #: The real time of the session's last HTTP request (for the idle sweep).
         self.last_active = wall_monotonic()
         self.instructions = _instructions(scenario, self.env)
@@ -186,7 +192,8 @@ class EpisodeSession:
         return self.env.tool_schemas
 
     def call(self, name: str, arguments: dict[str, Any] | None) -> Reply:
-        """Apply one tool call to the episode and say what the agent gets back."""
+        """Apply one tool call to the episode and say what the agent gets back. A call that ends the episode seals
+        it; :meth:`record` then grades and writes it."""
         env = self.env
         if env.done:
             return Reply((f"The episode is over ({self._why_over()}); no further calls are accepted.",),
@@ -216,11 +223,12 @@ class EpisodeSession:
 
     def leave(self, why: str) -> None:
         """End the episode because its client left before a terminal call: ``stop_reason: "agent_stopped"``
-        with ``why`` as its ``error``, graded and written like any other episode. Nothing if it has ended."""
-        if self.env.done:
-            return
-        self.env.step(None)
-        self._seal(why)
+        with ``why`` as its ``error``, graded and written like any other episode. An episode that has ended is
+        only recorded, if it is not yet."""
+        if not self.env.done:
+            self.env.step(None)
+            self._seal(why)
+        self.record()
 
     def expire(self) -> bool:
         """End the episode as ``timeout`` if its time budget, counted from its first call, is spent with no
@@ -230,6 +238,7 @@ class EpisodeSession:
         self.env.time_out(f"no terminal call within the scenario's timeout_s ({self.scenario.timeout_s:g} s) "
                           "of the first call")
         self._seal()
+        self.record()
         return True
 
     def _why_over(self) -> str:
@@ -238,20 +247,30 @@ class EpisodeSession:
                 }.get(self.stop_reason or "", str(self.stop_reason))
 
     def _seal(self, error: str | None = None) -> None:
-        """Seal, grade and (with ``out``) write the ended episode as ``simworld run`` does: its event file, then its
-        result line appended whole. A harness failure becomes the line's ``harness_error`` and is logged, never
-        sent to the client."""
-        scenario, seed, out = self.scenario, self.seed, self.out
+        """Seal the ended episode (with ``error`` as its error, if given) for :meth:`record`; a failure is logged,
+        never sent to the client."""
         try:
             episode: Episode = self.env.episode()
-            if error is not None:
-                episode = attrs.evolve(episode, error=error)
-            self.stop_reason = episode.stop_reason
+        except Exception as exc:  # nothing to grade: the operator's to see
+            self._log_failure("could not seal the episode", exc)
+            return
+        if error is not None:
+            episode = attrs.evolve(episode, error=error)
+        self.stop_reason = episode.stop_reason
+        self._ended = episode
+
+    def record(self) -> None:
+        """Grade the sealed episode and (with ``out``) write it as ``simworld run`` does: its trial claimed, its event
+        file, then its result line appended whole. Nothing if no episode awaits it. A harness failure becomes the
+        line's ``harness_error`` and is logged, never sent to the client."""
+        episode, self._ended = self._ended, None
+        if episode is None:
+            return
+        scenario, seed, out = self.scenario, self.seed, self.out
+        try:
             trial = self._trials.claim(out / EVENTS, scenario.id, seed) if out is not None else 0
-        except Exception as exc:  # nothing to grade, or nowhere to write: the operator's to see
-            self.seal_error = f"{type(exc).__name__}: {exc}"
-            _log(f"session {self.number}: could not seal or record the episode: {self.seal_error}\n"
-                 f"{traceback.format_exc()}")
+        except Exception as exc:  # nowhere to write: the operator's to see
+            self._log_failure("could not record the episode", exc)
             return
         try:
             line = graded_line(scenario, episode, trial=trial)
@@ -271,6 +290,10 @@ class EpisodeSession:
         why = f" ({line['error']})" if line.get("error") else ""
         _log(f"session {self.number}: {scenario.id} seed {seed}: outcome {line['outcome']}, stop "
              f"{line['stop_reason']}{why}, {'PASS' if line['passed'] else 'FAIL'}, score {line['total']:.2f}{where}")
+
+    def _log_failure(self, what: str, exc: Exception) -> None:
+        self.seal_error = f"{type(exc).__name__}: {exc}"
+        _log(f"session {self.number}: {what}: {self.seal_error}\n{traceback.format_exc()}")
 
 
 class EpisodeSessions:
@@ -356,6 +379,7 @@ def _build_server(sessions: EpisodeSessions) -> Server[Any]:
             return types.CallToolResult(content=[types.TextContent(text=_NO_SESSION)], is_error=True,
                                         structured_content={"status": "error", "error": "no session"})
         reply = session.call(params.name, params.arguments)
+        session.record()  # one session on this transport: nothing waits behind its grading
         return types.CallToolResult(content=[types.TextContent(text=t) for t in reply.texts],
                                     structured_content=reply.structured, is_error=reply.is_error)
 

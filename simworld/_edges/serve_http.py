@@ -16,7 +16,8 @@
   (the ASGI lifespan's shutdown) for every session still open. ``GET`` is 405: this server never speaks
   first. A JSON-RPC batch (removed from MCP in 2025-06-18) is refused as an invalid request. On a loopback
   address the ``Host`` and ``Origin`` headers must name loopback too (DNS rebinding). What each method
-  answers is :mod:`simworld._edges.serve_rpc`.
+  answers is :mod:`simworld._edges.serve_rpc`. An episode that a call ends is graded and written once the reply
+  to that call has been sent (:meth:`~simworld._edges.serve.EpisodeSession.record`).
 
 Nothing here imports the MCP SDK, Starlette or uvicorn: the app is a plain ASGI callable.
 """
@@ -244,6 +245,12 @@ class HttpGate:
             answer, sid = answer
             extra = ((SESSION_HEADER, sid.encode()),)
         await _send(send, status, answer, *extra)
+        # An episode this message ended is graded and written only now, its reply sent: the agent never sees the
+        # grade, so its call need not wait for it. Still in the same turn of the event loop as the reply (unless the
+        # write had to wait for a slow reader), so episodes are recorded in the order they end.
+        ended = self.sessions.get(_session_id(headers))
+        if ended is not None:
+            ended.record()
 
     def _answer(self, headers: dict[bytes, bytes], body: bytes) -> tuple[int, Any]:
         """The status and body answering one POSTed JSON-RPC message (with the session id it opened, if any)."""
@@ -285,7 +292,7 @@ class HttpGate:
         if raw is None:
             return _error(400, INVALID_REQUEST, "Bad Request: Missing session ID: send the mcp-session-id header "
                           "that initialize answered with", request_id)
-        session = self.sessions.get(raw.decode("latin-1"))
+        session = self.sessions.get(_session_id(headers))
         if session is None:
             return _error(404, INVALID_REQUEST, "Session not found: it has ended or never existed; initialize a "
                           "new one", request_id)
@@ -326,6 +333,12 @@ class HttpGate:
                 self.sessions.close_all(ENDED_BY_SERVER)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _session_id(headers: dict[bytes, bytes]) -> str | None:
+    """The session a request names (its ``mcp-session-id`` header), if any."""
+    raw = headers.get(SESSION_HEADER)
+    return None if raw is None else raw.decode("latin-1")
 
 
 async def _read_body(headers: dict[bytes, bytes], receive: Receive) -> bytes | None:
