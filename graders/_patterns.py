@@ -47,34 +47,44 @@ Needs = tuple[tuple[tuple[str, ...], ...], ...]
 
 class Pattern:
     """An expression and what every match of it holds (see :data:`Needs`; None: nothing known), both made from one
-    reading of it at its first use.
+    parse of it, each when first needed.
 
     A grader module makes all its patterns when it is imported, and compiling them all costs about what
-    importing the graders does: nothing is compiled before it is used, so a process that never reads a text (a
-    run whose agent sends none, a test of another grader) never pays for it. Compiling parses the expression,
-    and the same tree gives what its matches need (see :func:`_compile`): the filter costs a walk of that tree,
-    not a second parse, and is on from the first text.
+    importing the graders does; a run reaches most of them, but the texts of a run reach the compiled expression
+    of far fewer (a clause with no fee in it never runs a pattern about fees). So the first text a pattern is
+    given parses the expression and reads what its matches need from the tree, and only the first text that may
+    hold a match compiles that same tree (see :func:`_compile`): a pattern no text could match is never
+    compiled, and a process that reads no text (a run whose agent sends none) parses nothing.
 
     Args:
         pattern: The expression, as ``re.compile`` takes it.
         flags: Its flags, as ``re.compile`` takes them.
     """
 
-    __slots__ = ("flags", "needs", "pattern", "regex")
+    __slots__ = ("_tree", "flags", "needs", "pattern", "regex")
     #: The compiled expression: the one ``re.compile(pattern, flags)`` gives.
     regex: re.Pattern[str]
     #: What every match holds (lower case), or None when nothing is known.
     needs: Needs | None
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
-        self.pattern, self.flags = pattern, flags
+        # As an int: the parser tests its flags at every character, and an enum flag (re.I) makes each test a call.
+        self.pattern, self.flags = pattern, int(flags)
+        self._tree: Any = None  # the parsed expression, from reading the needs until it is compiled
 
     def __getattr__(self, name: str) -> Any:
-        # Only an attribute not yet set comes here: the compiled expression or its needs, before the first use.
-        if name not in ("regex", "needs"):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        self.regex, self.needs = _compile(self.pattern, self.flags)
-        return getattr(self, name)
+        # Only an attribute not yet set comes here: the needs before the first text, the compiled expression before
+        # the first text that may hold a match. Two threads may both do either: each makes the same value.
+        if name == "needs":
+            self._tree = _parse(self.pattern, self.flags)
+            self.needs = None if self._tree is None else _required(self._tree)
+            return self.needs
+        if name == "regex":
+            self.needs  # noqa: B018 - read first, so that the expression is parsed once, for both
+            self.regex = _compile(self.pattern, self.flags, self._tree)
+            self._tree = None
+            return self.regex
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
         return f"Pattern({self.pattern!r}, needs={self.needs!r})"
@@ -119,20 +129,23 @@ def compile_pattern(pattern: str, flags: int = 0) -> Pattern:
     return Pattern(pattern, flags)
 
 
-def _compile(pattern: str, flags: int) -> tuple[re.Pattern[str], Needs | None]:
-    """``re.compile(pattern, flags)`` and what its matches need, from one parse of the expression.
-
-    ``re.compile`` is the parser, then the compiler of the parsed tree: both are run here as it runs them, with
-    the tree read in between (parsing is half of compiling, and reading needs nothing else). Anything unexpected
-    (another interpreter's internals) falls back to ``re.compile`` itself, and to nothing known when the tree
-    cannot be read: slower, same answers. A malformed expression raises the ``re.error`` that ``re.compile``
-    raises, from the same parser.
-    """
-    flags = int(flags)
+def _parse(pattern: str, flags: int) -> Any:
+    """The expression's tree, as ``re.compile`` parses it first (None where this module does not read one). A
+    malformed expression raises the ``re.error`` that ``re.compile`` raises, from the same parser."""
     if _sre is None or flags & re.DEBUG:
-        return re.compile(pattern, flags), None
-    tree = _sre_parse.parse(pattern, flags)
-    needs = _required(tree)
+        return None
+    return _sre_parse.parse(pattern, flags)
+
+
+def _compile(pattern: str, flags: int, tree: Any) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)``, from the expression's ``tree`` when it was parsed already.
+
+    ``re.compile`` is the parser, then the compiler of the parsed tree: the second is run here as it runs it
+    (parsing is half of compiling, and reading the needs took the tree already). Anything unexpected (another
+    interpreter's internals), or no tree, falls back to ``re.compile`` itself: slower, the same expression.
+    """
+    if tree is None:
+        return re.compile(pattern, flags)
     try:
         code = _sre_compile._code(tree, flags)
         groups = tree.state.groupdict
@@ -143,7 +156,7 @@ def _compile(pattern: str, flags: int) -> tuple[re.Pattern[str], Needs | None]:
                                     tuple(named))
     except Exception:  # noqa: BLE001 - another interpreter's compiler: let re do it all
         regex = re.compile(pattern, flags)
-    return regex, needs
+    return regex
 
 
 def _required(tree: Any) -> Needs | None:

@@ -46,14 +46,18 @@ def texts_near(draw: st.DrawFn, pattern: Pattern) -> str:
 
 class TestFirstUse:
     def test_nothing_is_compiled_before_it_is_used(self) -> None:
-        """Making a pattern compiles nothing; its first search compiles it, reads its needs and filters at once."""
+        """Making a pattern parses nothing; its first text reads its needs (filtering at once), and only the first
+        text that may hold a match compiles it."""
         p = compile_pattern(r"fee.{0,20}waived")
-        with pytest.raises(AttributeError):
-            object.__getattribute__(p, "regex")
+        for name in ("needs", "regex"):
+            with pytest.raises(AttributeError):
+                object.__getattribute__(p, name)
         assert p.search("no such words here") is None
         assert object.__getattribute__(p, "needs") == ((("waived",), ("fee",)),)
-        assert not p.may_match("nothing")
+        with pytest.raises(AttributeError):
+            object.__getattribute__(p, "regex")
         assert p.search("The fee was waived").group(0) == "fee was waived"
+        assert object.__getattribute__(p, "regex") == re.compile(r"fee.{0,20}waived")
 
     def test_a_malformed_expression_fails_as_re_compile_does(self) -> None:
         """The error of a malformed expression is re's own, raised at its first use."""
