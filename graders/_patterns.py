@@ -173,7 +173,11 @@ def _required(tree: Any) -> Needs | None:
 
 def _shortest(strings: frozenset[str]) -> set[str]:
     """A string holding another of the set adds nothing: the shorter is found wherever the longer is."""
-    return {s for s in strings if not any(t != s and t in s for t in strings)}
+    kept: list[str] = []
+    for s in sorted(strings, key=len):  # only a shorter string can be inside another
+        if not any(t in s for t in kept):  # (one inside a dropped string is inside a kept one)
+            kept.append(s)
+    return set(kept)
 
 
 _Sets = list[frozenset[str]]
@@ -187,18 +191,23 @@ def _parts(sequence: Any) -> list[tuple[Any, Any]]:
     other in the text). A pattern is mostly words: reading a word at once, not a character at a time, is what
     makes reading a pattern cheap next to parsing it."""
     parts: list[tuple[Any, Any]] = []
-    word: list[str] = []
+    word: list[int] = []
     literal, zero_width = _sre.LITERAL, (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT)
-    for op, av in sequence.data if isinstance(sequence, _sre_parse.SubPattern) else sequence:
-        if op is literal and (32 <= av < 127 or _plain(av)):
-            word.append(chr(av))
-        elif op not in zero_width:
-            if word:
-                parts.append((_WORD, "".join(word).lower()))
-                word = []
-            parts.append((op, av))
+    for item in sequence.data if isinstance(sequence, _sre_parse.SubPattern) else sequence:
+        op = item[0]
+        if op is literal:
+            code = item[1]
+            if 32 <= code < 127 or _plain(code):
+                word.append(code)
+                continue
+        elif op in zero_width:
+            continue
+        if word:
+            parts.append((_WORD, "".join(map(chr, word)).lower()))
+            word = []
+        parts.append(item)
     if word:
-        parts.append((_WORD, "".join(word).lower()))
+        parts.append((_WORD, "".join(map(chr, word)).lower()))
     return parts
 
 
