@@ -22,12 +22,18 @@ before timing, as an installed package has it, and each tree has its own warm en
 cache (``SIMWORLD_CACHE_DIR``), as repeated runs do. The summary is printed and written as
 JSON (default ``benchmarks/results/startup.json``); nothing is asserted: quote the ratios,
 which one run measures on both trees alike.
+
+With ``--instructions``, valgrind (cachegrind) also counts the instructions of ``one`` and ``two`` once per tree,
+after the timed rounds, in the same warm state and with ``PYTHONHASHSEED=0``: the fixed cost as a count that is
+the same on every run whatever else the machine does (it leaves out what the kernel does for the process, such
+as loading extension modules and starting child processes, which CPU time includes). Needs valgrind on PATH.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -81,6 +87,22 @@ class Tree:
             for name, value in got.items():
                 self.samples[name].append(value)
 
+    def instructions(self) -> dict[str, float]:
+        """Millions of instructions of ``one`` and ``two`` under valgrind, and the fixed cost and episodes they give."""
+        got = {}
+        for name in ("one", "two"):
+            cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                   sys.executable, "-m", "simworld", *COMMANDS[name], "--out", str(self.work / "out")]
+            done = subprocess.run(cmd, env={**self.env, "PYTHONHASHSEED": "0"}, cwd=self.work, capture_output=True,
+                                  text=True)
+            found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+            if done.returncode != 0 or found is None:
+                raise SystemExit(f"valgrind run of {self.path} failed: {done.stderr[-2000:]}")
+            got[name] = int(found.group(1).replace(",", "")) / 1e6
+        got["episodes"] = got["two"] - got["one"]
+        got["fixed"] = got["one"] - got["episodes"]
+        return {name: round(value, 1) for name, value in got.items()}
+
     def medians(self) -> dict[str, float]:
         return {name: round(statistics.median(values), 4) for name, values in self.samples.items()}
 
@@ -114,7 +136,12 @@ def main() -> None:
     ap.add_argument("--baseline", default="main", help="git ref of this repository, or a checkout's directory")
     ap.add_argument("--runs", type=int, default=10, help="rounds (each tree's commands once per round)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "startup.json")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count each tree's instructions under valgrind (deterministic; needs valgrind)")
     args = ap.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        ap.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind); leave the flag out to "
+                 "measure CPU time alone")
     work = Path(tempfile.mkdtemp(prefix="simworld-bench-startup-"))
     try:
         base_path, base_name = baseline_tree(args.baseline, work)
@@ -143,10 +170,22 @@ def main() -> None:
             "this_least_cpu_s": new_least,
             "ratio_this_to_baseline": ratios,
         }
+        if args.instructions:
+            old_i, new_i = (t.instructions() for t in trees)
+            report["what_instructions"] = "millions of instructions under valgrind, counted once per tree"
+            report["baseline_instructions_m"], report["this_instructions_m"] = old_i, new_i
+            report["instruction_ratio_this_to_baseline"] = {name: round(new_i[name] / old_i[name], 3)
+                                                            for name in ("fixed", "one")}
         for label, m in (("baseline", old), ("this", new)):
             print(f"{label:>8}: one-seed run {m['one']:.3f} CPU-s = episodes {m['episodes']:.3f} + fixed "
                   f"{m['fixed']:.3f} (interpreter alone {m['python']:.3f}); --help {m['help']:.3f}")
         print("ratio this/baseline: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+        if args.instructions:
+            for label, m in (("baseline", old_i), ("this", new_i)):
+                print(f"{label:>8}: instructions (M): one-seed run {m['one']:.0f} = episodes {m['episodes']:.0f} + "
+                      f"fixed {m['fixed']:.0f}")
+            print("instruction ratio this/baseline: " + ", ".join(
+                f"{k} {v:.2f}x" for k, v in report["instruction_ratio_this_to_baseline"].items()))
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
         print(f"written to {args.out}")

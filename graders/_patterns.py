@@ -2,12 +2,13 @@
 
 Most clauses hold none of the words most patterns are about (a clause about a due day names no fee,
 no refund, no premium), and a regular expression with ``.{0,60}?`` gaps costs far more to run than a
-substring test. :class:`Pattern` reads, once, from the compiled expression itself, the strings a match
-must contain: for each branch of the expression, a few sets of strings, one string of each set in
-the match (``fee``/``charge``/``penalt`` and ``waived``/``removed``/... for a fee said waived). A text
-that cannot hold a match (compared in lower case) is not searched. Only ``search``, ``sub``, ``split``,
-``finditer`` and ``findall`` are offered, each answering exactly as the expression's own method: the strings are
-derived from the expression, never written beside it, so the two cannot drift.
+substring test. :class:`Pattern` reads, once, from the expression itself (the tree it is compiled
+from), the strings a match must contain: for each branch of the expression, a few sets of strings, one
+string of each set in the match (``fee``/``charge``/``penalt`` and ``waived``/``removed``/... for a fee
+said waived). A text that cannot hold a match (compared in lower case) is not searched. Only
+``search``, ``sub``, ``split``, ``finditer`` and ``findall`` are offered, each answering exactly as the
+expression's own method: the strings are derived from the expression, never written beside it, so the
+two cannot drift.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-# The expression parser of the standard library, the one ``re.compile`` uses: reading its tree is the only way
-# to learn what a pattern needs without writing it down twice. Should it ever change shape, every pattern runs
-# unfiltered (see ``_required``), which is slower and answers the same.
+# The expression parser and compiler of the standard library, the ones ``re.compile`` runs: reading the parser's
+# tree is the only way to learn what a pattern needs without writing it down twice. Should they ever change shape,
+# every pattern is compiled by ``re.compile`` and runs unfiltered (see ``_compile``), which is slower and answers
+# the same.
 try:
+    import _sre as _sre_engine  # type: ignore[import-not-found]
+    from re import _compiler as _sre_compile  # type: ignore[attr-defined]
     from re import _constants as _sre  # type: ignore[attr-defined]
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - an interpreter without them: nothing is filtered
-    _sre = _sre_parse = None
+    _sre = _sre_compile = _sre_engine = _sre_parse = None
 
-__all__ = ["FOLDS_TO_ASCII", "READ_AFTER", "Pattern", "compile_pattern"]
+__all__ = ["FOLDS_TO_ASCII", "Pattern", "compile_pattern"]
 
 #: The characters outside ASCII that an ASCII letter of a pattern matches when case is ignored (dotted and
 #: dotless i, long s, the Kelvin sign), or whose lower case is two characters (dotted capital I): a text holding
@@ -39,45 +43,54 @@ _MAX_SETS, _MAX_BRANCHES = 3, 6
 
 #: What a match needs: any one of the branches; a branch, a string of each of its sets.
 Needs = tuple[tuple[tuple[str, ...], ...], ...]
-#: A pattern's needs not yet read.
-_UNREAD = object()
-#: How many texts a pattern searches as it is before it reads what its matches need: reading that parses the
-#: expression again (about as costly as compiling it), which a filter repays only over many texts. A short run
-#: (one seed of the suite) never pays it; a long one reads each pattern's needs once, early.
-READ_AFTER = 64
 
 
 class Pattern:
-    """A compiled expression and what every match of it holds (see :data:`Needs`; None: nothing known).
+    """An expression and what every match of it holds (see :data:`Needs`; None: nothing known), both made from one
+    parse of it, each when first needed.
+
+    A grader module makes all its patterns when it is imported, and compiling them all costs about what
+    importing the graders does; a run reaches most of them, but the texts of a run reach the compiled expression
+    of far fewer (a clause with no fee in it never runs a pattern about fees). So the first text a pattern is
+    given parses the expression and reads what its matches need from the tree, and only the first text that may
+    hold a match compiles that same tree (see :func:`_compile`): a pattern no text could match is never
+    compiled, and a process that reads no text (a run whose agent sends none) parses nothing.
 
     Args:
-        regex: The compiled expression.
+        pattern: The expression, as ``re.compile`` takes it.
+        flags: Its flags, as ``re.compile`` takes them.
     """
 
-    __slots__ = ("_needs", "_searched", "regex")
+    __slots__ = ("_tree", "flags", "needs", "pattern", "regex")
+    #: The compiled expression: the one ``re.compile(pattern, flags)`` gives.
+    regex: re.Pattern[str]
+    #: What every match holds (lower case), or None when nothing is known.
+    needs: Needs | None
 
-    def __init__(self, regex: re.Pattern[str]) -> None:
-        self.regex = regex
-        self._needs: Needs | None | object = _UNREAD
-        self._searched = 0
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        # As an int: the parser tests its flags at every character, and an enum flag (re.I) makes each test a call.
+        self.pattern, self.flags = pattern, int(flags)
+        self._tree: Any = None  # the parsed expression, from reading the needs until it is compiled
+
+    def __getattr__(self, name: str) -> Any:
+        # Only an attribute not yet set comes here: the needs before the first text, the compiled expression before
+        # the first text that may hold a match. Two threads may both do either: each makes the same value.
+        if name == "needs":
+            self._tree = _parse(self.pattern, self.flags)
+            self.needs = None if self._tree is None else _required(self._tree)
+            return self.needs
+        if name == "regex":
+            self.needs  # noqa: B018 - read first, so that the expression is parsed once, for both
+            self.regex = _compile(self.pattern, self.flags, self._tree)
+            self._tree = None
+            return self.regex
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
-        return f"Pattern({self.regex.pattern!r}, needs={self.needs!r})"
-
-    @property
-    def needs(self) -> Needs | None:
-        """What every match holds, read off the expression when first asked for."""
-        if self._needs is _UNREAD:
-            self._needs = _required(self.regex)
-        return self._needs  # type: ignore[return-value]
+        return f"Pattern({self.pattern!r}, needs={self.needs!r})"
 
     def may_match(self, text: str) -> bool:
-        """False only when no match of the expression can be in ``text`` (always True for the first
-        :data:`READ_AFTER` texts, before the pattern's needs are read)."""
-        if self._needs is _UNREAD:
-            self._searched += 1
-            if self._searched <= READ_AFTER:
-                return True
+        """False only when no match of the expression can be in ``text``."""
         needs = self.needs
         if needs is None or not text.isascii() and not FOLDS_TO_ASCII.isdisjoint(text):
             return True
@@ -112,16 +125,45 @@ class Pattern:
 
 
 def compile_pattern(pattern: str, flags: int = 0) -> Pattern:
-    """``re.compile(pattern, flags)``, with what its matches need read off it."""
-    return Pattern(re.compile(pattern, flags))
+    """``re.compile(pattern, flags)``, compiled at its first use, with what its matches need read off it."""
+    return Pattern(pattern, flags)
 
 
-def _required(regex: re.Pattern[str]) -> Needs | None:
-    """What every match of ``regex`` holds (lower case: see :func:`_plain`), or None when nothing is known."""
-    if _sre is None:
+def _parse(pattern: str, flags: int) -> Any:
+    """The expression's tree, as ``re.compile`` parses it first (None where this module does not read one). A
+    malformed expression raises the ``re.error`` that ``re.compile`` raises, from the same parser."""
+    if _sre is None or flags & re.DEBUG:
         return None
+    return _sre_parse.parse(pattern, flags)
+
+
+def _compile(pattern: str, flags: int, tree: Any) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)``, from the expression's ``tree`` when it was parsed already.
+
+    ``re.compile`` is the parser, then the compiler of the parsed tree: the second is run here as it runs it
+    (parsing is half of compiling, and reading the needs took the tree already). Anything unexpected (another
+    interpreter's internals), or no tree, falls back to ``re.compile`` itself: slower, the same expression.
+    """
+    if tree is None:
+        return re.compile(pattern, flags)
     try:
-        found = _needs(_sre_parse.parse(regex.pattern, regex.flags))
+        code = _sre_compile._code(tree, flags)
+        groups = tree.state.groupdict
+        named = [None] * tree.state.groups
+        for name, i in groups.items():
+            named[i] = name
+        regex = _sre_engine.compile(pattern, flags | tree.state.flags, code, tree.state.groups - 1, groups,
+                                    tuple(named))
+    except Exception:  # noqa: BLE001 - another interpreter's compiler: let re do it all
+        regex = re.compile(pattern, flags)
+    return regex
+
+
+def _required(tree: Any) -> Needs | None:
+    """What every match of a parsed expression holds (lower case: see :func:`_plain`), or None when nothing is
+    known."""
+    try:
+        found = _needs(tree)
     except Exception:  # noqa: BLE001 - a tree of a shape not read here: search unfiltered, as re would
         return None
     if found is None:
@@ -131,10 +173,42 @@ def _required(regex: re.Pattern[str]) -> Needs | None:
 
 def _shortest(strings: frozenset[str]) -> set[str]:
     """A string holding another of the set adds nothing: the shorter is found wherever the longer is."""
-    return {s for s in strings if not any(t != s and t in s for t in strings)}
+    kept: list[str] = []
+    for s in sorted(strings, key=len):  # only a shorter string can be inside another
+        if not any(t in s for t in kept):  # (one inside a dropped string is inside a kept one)
+            kept.append(s)
+    return set(kept)
 
 
 _Sets = list[frozenset[str]]
+#: The op of a run of plain literal characters read as one item (see :func:`_parts`): its av is the run, in lower case.
+_WORD = "word"
+
+
+def _parts(sequence: Any) -> list[tuple[Any, Any]]:
+    """A parsed sequence's items, each run of plain literal characters (see :func:`_plain`) joined into one
+    ``(_WORD, text)`` item, without the zero-width assertions (the characters either side of one are next to each
+    other in the text). A pattern is mostly words: reading a word at once, not a character at a time, is what
+    makes reading a pattern cheap next to parsing it."""
+    parts: list[tuple[Any, Any]] = []
+    word: list[int] = []
+    literal, zero_width = _sre.LITERAL, (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT)
+    for item in sequence.data if isinstance(sequence, _sre_parse.SubPattern) else sequence:
+        op = item[0]
+        if op is literal:
+            code = item[1]
+            if 32 <= code < 127 or _plain(code):
+                word.append(code)
+                continue
+        elif op in zero_width:
+            continue
+        if word:
+            parts.append((_WORD, "".join(map(chr, word)).lower()))
+            word = []
+        parts.append(item)
+    if word:
+        parts.append((_WORD, "".join(map(chr, word)).lower()))
+    return parts
 
 
 def _needs(items: Any) -> list[_Sets] | None:
@@ -157,7 +231,7 @@ def _needs(items: Any) -> list[_Sets] | None:
             sets.append(frozenset(run))
         run = {""}
 
-    for op, av in items:
+    for op, av in _parts(items):
         strings = _literal_strings(op, av)
         if strings is not None:
             grown = {r + s for r in run for s in strings}
@@ -166,8 +240,6 @@ def _needs(items: Any) -> list[_Sets] | None:
                 grown = set(strings)
             run = grown
             continue
-        if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT):
-            continue  # zero width: the characters either side are next to each other in the text
         close()
         need: list[_Sets] | None = None
         if op is _sre.SUBPATTERN:
@@ -205,6 +277,8 @@ def _best(sets: _Sets) -> _Sets:
 def _literal_strings(op: Any, av: Any) -> set[str] | None:
     """The strings (lower case: see :func:`_plain`) one parsed item matches, when it matches only a few fixed strings
     (a literal, a class of literals, a group or an alternation of runs of them); else None."""
+    if op is _WORD:
+        return {av}
     if op is _sre.LITERAL:
         return {chr(av).lower()} if _plain(av) else None
     if op is _sre.IN:
@@ -236,9 +310,7 @@ def _plain(code: int) -> bool:
 def _fixed(items: Any) -> set[str] | None:
     """The strings a sequence of parsed items matches, when it matches only a few fixed strings; else None."""
     strings = {""}
-    for op, av in items:
-        if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT):
-            continue
+    for op, av in _parts(items):
         more = _literal_strings(op, av)
         if more is None:
             return None

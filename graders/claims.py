@@ -107,6 +107,7 @@ import attrs
 from graders._patterns import Pattern, compile_pattern
 from graders._records import target_records
 from simworld._grading.verdict import Check
+from simworld._world.dates import days_in_month
 from simworld._world.models import UNPAID
 
 __all__ = ["CLAIMS", "Statement", "check_claims", "contradiction", "read", "statements_checked"]
@@ -666,11 +667,9 @@ class Facts:
 
     def day_holds(self, day: int) -> bool:
         """Whether some unpaid instalment is due or drafted on ``day`` (a day past the month's end: its last day)."""
-        import calendar
-
         for i in self.unpaid_after:
             for d in (i.due_date, i.draft_date):
-                last = calendar.monthrange(d.year, d.month)[1]
+                last = days_in_month(d.year, d.month)
                 if d.day == min(day, last):
                     return True
         return not self.unpaid_after

@@ -8,7 +8,6 @@ is one, the fix.
 
 from __future__ import annotations
 
-import traceback
 from pathlib import Path
 from typing import Literal
 
@@ -96,6 +95,8 @@ def describe_exception(exc: BaseException, *, frames: bool = False) -> str:
     File names are reduced to their base name so that a result line holds no machine path
     and reads the same on every machine.
     """
+    import traceback  # here, not at the top: only a failure needs it, and every start would pay for it
+
     head = f"{type(exc).__name__}: {exception_text(exc)}"
     tb = traceback.extract_tb(exc.__traceback__)
     if not tb or not getattr(exc, "located", True):  # an error that says all itself (an agent process's)

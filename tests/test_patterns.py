@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import graders._patterns as patterns
 import graders.claims as claims
 import graders.disclosure as disclosure
-from graders._patterns import FOLDS_TO_ASCII, READ_AFTER, Pattern, compile_pattern
+from graders._patterns import FOLDS_TO_ASCII, Pattern, compile_pattern
 
 #: Every filtered pattern the text graders search with, by name.
 PATTERNS: dict[str, Pattern] = {
@@ -43,23 +44,46 @@ def texts_near(draw: st.DrawFn, pattern: Pattern) -> str:
     return "".join(p + j for p, j in zip(parts, joints, strict=True))
 
 
-class TestWhenNeedsAreRead:
-    def test_a_pattern_searches_as_it_is_until_used_often(self) -> None:
-        """The first READ_AFTER texts are searched as they are (the needs unread, a short run never parses them
-        again); from then on a text without the needed words is not searched, with the same answers."""
+class TestFirstUse:
+    def test_nothing_is_compiled_before_it_is_used(self) -> None:
+        """Making a pattern parses nothing; its first text reads its needs (filtering at once), and only the first
+        text that may hold a match compiles it."""
         p = compile_pattern(r"fee.{0,20}waived")
-        answers = [p.search("no such words here") for _ in range(READ_AFTER)]
-        assert answers == [None] * READ_AFTER and p._needs is not None and p.may_match("nothing") is False
-        fresh = compile_pattern(r"fee.{0,20}waived")
-        assert all(fresh.may_match("nothing") for _ in range(READ_AFTER))
-        assert not fresh.may_match("nothing")
-        assert fresh.search("The fee was waived").group(0) == "fee was waived"
+        for name in ("needs", "regex"):
+            with pytest.raises(AttributeError):
+                object.__getattribute__(p, name)
+        assert p.search("no such words here") is None
+        assert object.__getattribute__(p, "needs") == ((("waived",), ("fee",)),)
+        with pytest.raises(AttributeError):
+            object.__getattribute__(p, "regex")
+        assert p.search("The fee was waived").group(0) == "fee was waived"
+        assert object.__getattribute__(p, "regex") == re.compile(r"fee.{0,20}waived")
 
-    def test_needs_asked_for_are_read_at_once(self) -> None:
-        """Reading ``needs`` (as the tests and repr do) turns the filter on at once."""
-        p = compile_pattern(r"refund.{0,20}sent")
-        assert p.needs == ((("sent",), ("refund",)),) or p.needs == ((("refund",), ("sent",)),)
-        assert not p.may_match("nothing at all")
+    def test_a_malformed_expression_fails_as_re_compile_does(self) -> None:
+        """The error of a malformed expression is re's own, raised at its first use."""
+        p = compile_pattern(r"fee(")
+        with pytest.raises(re.error) as got:
+            p.search("fee")
+        with pytest.raises(re.error) as expected:
+            re.compile(r"fee(")
+        assert str(got.value) == str(expected.value)
+
+    @pytest.mark.parametrize("name", sorted(PATTERNS))
+    def test_each_pattern_compiles_to_what_re_compile_gives(self, name: str) -> None:
+        """The expression compiled from the tree its needs are read from is re.compile's: the same code (Pattern
+        equality compares it), groups and group names."""
+        pattern = PATTERNS[name]
+        expected = re.compile(pattern.pattern, pattern.flags)
+        assert pattern.regex == expected
+        assert (pattern.regex.groups, pattern.regex.groupindex) == (expected.groups, expected.groupindex)
+
+    def test_without_the_parser_re_compiles_and_nothing_is_filtered(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Where the standard library's parser is not what this module reads, re.compile compiles the expression
+        and every text is searched: slower, the same answers."""
+        monkeypatch.setattr(patterns, "_sre", None)
+        p = compile_pattern(r"\bfee\b.{0,10}?\bwaived\b", re.I)
+        assert p.needs is None and p.may_match("nothing") and p.regex == re.compile(p.pattern, re.I)
+        assert p.search("the FEE was WAIVED").span() == (4, 18)
 
 
 class TestWhatAMatchNeeds:
@@ -88,7 +112,7 @@ class TestWhatAMatchNeeds:
     def test_a_text_without_the_words_is_not_searched(self) -> None:
         """may_match is False only when none of the needed strings is in the text (in any case)."""
         p = compile_pattern(r"\bfee\b.{0,10}?\bwaived\b", re.I)
-        assert p.needs is not None  # read now: the filter is on from the first text
+        assert p.needs is not None  # the filter is on from the first text
         assert not p.may_match("the due date moved")
         assert not p.may_match("the fee stays")
         assert p.may_match("the FEE was WAIVED")

@@ -111,3 +111,23 @@ class TestVersion:
         done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
                               cwd=tmp_path, env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
         assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-2000:]
+
+
+class TestWhatARunImports:
+    #: Modules a run of simworld's own agents has no use for, imported where they are needed instead: calendar
+    #: (and its locale: the days of a month are counted in simworld._world.dates), traceback (a failure's
+    #: description), queue (a deadline's worker, for a foreign agent) and shutil (a merge across file systems).
+    NOT_IMPORTED = ("calendar", "traceback", "queue", "shutil")
+
+    def test_a_run_never_imports_what_it_does_not_use(self, tmp_path: Path) -> None:
+        """A run of the reference agent (the console entry point, as `simworld run` starts) finishes without
+        importing any of NOT_IMPORTED: each costs every start a millisecond or more."""
+        code = ("import sys; from simworld._edges.launch import main; sys.argv = ['simworld', 'run', '--seed', '1', "
+                "'--scenario', 'cancel-midterm-refund', '--scenario', 'move-due-day-fifteenth', '--out', sys.argv[1]]\n"
+                "try:\n    main()\nexcept SystemExit:\n    pass\n"
+                f"print(sorted(m for m in {self.NOT_IMPORTED!r} if m in sys.modules))")
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                              cwd=tmp_path, env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
+        assert (tmp_path / "out" / "results.jsonl").exists(), done.stderr[-2000:]
+        assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:] + done.stderr[-2000:]
+

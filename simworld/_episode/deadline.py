@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # CPython's C module under signal; typeshed has no stub
 import os
-import queue
-import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -93,6 +91,8 @@ class DeadlineCaller:
     """One worker thread that runs calls for one episode, each waited for at most N seconds."""
 
     def __init__(self, name: str = "simworld-agent") -> None:
+        import queue  # here, not at the top: a run of simworld's own agents never makes one
+
         self._name = name
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -153,8 +153,9 @@ class DeadlineCaller:
 
 # signal.signal and signal.getsignal are the C module's functions wrapped to turn ints into enums both ways,
 # which costs about 10 us a call (a failed enum lookup raises inside); a watch is entered for every episode
-# played, solutions' included, and never needs the enums, so it calls the C functions themselves.
-_SIGINT = int(signal.SIGINT)
+# played, solutions' included, and never needs the enums, so it calls the C functions themselves (and the signal
+# module, enums and all, is not imported for it).
+_SIGINT = int(_signal.SIGINT)
 
 
 class InterruptWatch:
@@ -191,7 +192,7 @@ class InterruptWatch:
 
     def _note(self, signum: int, frame: Any) -> None:
         self.seen = True
-        (self._previous or signal.default_int_handler)(signum, frame)
+        (self._previous or _signal.default_int_handler)(signum, frame)
 
     def is_users(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the user's Ctrl-C (to be raised again), not something the agent raised."""

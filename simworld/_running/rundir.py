@@ -23,7 +23,6 @@ import math
 import os
 import re
 import shlex
-import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -331,6 +330,8 @@ def copy_events(sources: Sequence[Path], out: Path) -> int:
             try:
                 os.link(p, dest)
             except OSError:
+                import shutil  # here, not at the top: only a merge across file systems needs it
+
                 shutil.copyfile(p, dest)
             n += 1
     return n

@@ -8,7 +8,6 @@ drifts (Jan 31 → Feb 29 → Mar 29 → …).
 
 from __future__ import annotations
 
-import calendar
 import functools
 import re
 from collections.abc import Collection
@@ -40,10 +39,19 @@ _ROLLS = ("following", "modified_following", "preceding", "none")
 _TO_MONDAY = {5: timedelta(days=2), 6: timedelta(days=1)}
 
 
+#: The days of each month of a common year (index 0 unused).
+_MONTH_DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
 @functools.lru_cache(maxsize=4096)  # a few centuries of months: every date a world shifts or clamps asks
 def days_in_month(year: int, month: int) -> int:
-    """Return the number of days in ``month`` of ``year`` (leap years included)."""
-    return calendar.monthrange(year, month)[1]
+    """Return the number of days in ``month`` of ``year`` (leap years included), as ``calendar.monthrange`` counts
+    them (without importing calendar, and its locale, at every start)."""
+    if not 1 <= month <= 12:
+        raise ValueError(f"bad month number {month}; must be 1-12")
+    if month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0):
+        return 29
+    return _MONTH_DAYS[month]
 
 
 def _check_anchor(anchor_day: int) -> None:
