@@ -111,6 +111,21 @@ class Tree:
         return {name: round(min(values), 4) for name, values in self.samples.items()}
 
 
+
+def recorded_command(script: str, argv: list[str]) -> str:
+    """The command line as a results file records it: a path inside this repository relative to it, any other path
+    by its role (``BASELINE_CHECKOUT``, ``WORK_DIR``, ``OUT_FILE``), so the file names nothing of one machine."""
+    roles = {"--baseline": "BASELINE_CHECKOUT", "--work": "WORK_DIR", "--out": "OUT_FILE"}
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        flag = argv[i - 1] if i else ""
+        if os.path.isabs(arg) or (flag in roles and os.path.exists(arg)):
+            path = Path(arg).resolve()
+            arg = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else roles.get(flag, "PATH")
+        out.append(arg)
+    return " ".join(["python", script, *out])
+
+
 def commit_of(path: Path) -> str | None:
     done = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 and (path / ".git").exists() else None
@@ -158,7 +173,7 @@ def main() -> None:
         ratios["least_one"] = round(new_least["one"] / old_least["one"], 3)
         ratios["least_fixed"] = round((new_least["one"] - new["episodes"]) / (old_least["one"] - old["episodes"]), 3)
         report = {
-            "command": "python benchmarks/bench_startup.py " + " ".join(sys.argv[1:]),
+            "command": recorded_command("benchmarks/bench_startup.py", sys.argv[1:]),
             "what": "CPU seconds (user+system) of whole processes, medians; fixed = one - (two - one), where one is "
                     "`simworld run --seed 42` and two is `simworld run --seeds 42..43`",
             "rounds": args.runs,

@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import attrs
+import orjson
 import pytest
 from helpers import ROOT, simworld
 
@@ -293,6 +294,51 @@ class TestReadme:
         found = [(str(p.relative_to(ROOT)), phrase) for p in PAGES if p.name != "changelog.md"
                  for phrase in HISTORY if phrase in " ".join(p.read_text(encoding="utf-8").lower().split())]
         assert not found, found
+
+
+#: A path of one machine (a home or a workspace) as a file of the project might name it.
+MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:work|root|home|Users)/[\w.-]")
+
+
+class TestAboutItself:
+    """The project names nothing of the machine it was measured or written on."""
+
+    def test_no_file_names_a_machine_path(self) -> None:
+        found = []
+        for path in sorted(ROOT.rglob("*")):
+            rel = path.relative_to(ROOT)
+            if (not path.is_file() or rel.parts[0] in ("tests", "site") or rel.parts[0].startswith(".")
+                    or "__pycache__" in rel.parts or path.suffix not in (".py", ".md", ".json", ".toml", ".yml",
+                                                                          ".jsonl", ".txt", ".sh")):
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            found += [f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}" for m in MACHINE_PATH.finditer(text)]
+        assert not found, found
+
+    def test_a_result_names_its_command_without_absolute_paths(self) -> None:
+        """A results file's command can be run from the repository root as it stands: its paths are the
+        repository's own, relative, or a role (``BASELINE_CHECKOUT``, ``OLD_TREE``, ...)."""
+        found = []
+        for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
+            command = orjson.loads(path.read_bytes()).get("command", "")
+            found += [f"{path.name}: {word}" for word in str(command).split() if word.startswith("/")]
+        assert not found, found
+
+    def test_a_benchmark_records_its_command_without_machine_paths(self) -> None:
+        """What bench_cpu and bench_startup write as their command names a directory of this repository relative
+        to it and any other by its role."""
+        import importlib.util
+
+        for name in ("bench_cpu", "bench_startup"):
+            spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            command = module.recorded_command(f"benchmarks/{name}.py", [
+                "--baseline", str(ROOT / "docs"), "--work", os.path.abspath(os.sep), "--out",
+                str(ROOT / "benchmarks" / "results" / "x.json"), "--seeds", "3"])
+            assert command == (f"python benchmarks/{name}.py --baseline docs --work WORK_DIR "
+                               "--out benchmarks/results/x.json --seeds 3"), command
 
 
 def _commands() -> list[str]:
