@@ -312,7 +312,8 @@ class TestAboutItself:
                                                                           ".jsonl", ".txt", ".sh")):
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
-            found += [f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}" for m in MACHINE_PATH.finditer(text)]
+            found += [f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+                      for m in MACHINE_PATH.finditer(text)]
         assert not found, found
 
     def test_a_result_names_its_command_without_absolute_paths(self) -> None:
