@@ -46,6 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _record import commit_of, recorded_command  # benchmarks/, this script's folder
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = 28
 
@@ -125,26 +127,6 @@ def in_process(tree: Path, agent: str, first: int, count: int, work: Path) -> fl
 
 
 
-def commit_of(path: Path) -> str:
-    """The commit checked out at ``path``, or ``a checkout`` when it is not a git work tree."""
-    done = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else "a checkout"
-
-
-def recorded_command(script: str, argv: list[str]) -> str:
-    """The command line as a results file records it: a path inside this repository relative to it, any other path
-    by its role (``BASELINE_CHECKOUT``, ``WORK_DIR``, ``OUT_FILE``), so the file names nothing of one machine."""
-    roles = {"--baseline": "BASELINE_CHECKOUT", "--work": "WORK_DIR", "--out": "OUT_FILE"}
-    out: list[str] = []
-    for i, arg in enumerate(argv):
-        flag = argv[i - 1] if i else ""
-        if os.path.isabs(arg) or (flag in roles and os.path.exists(arg)):
-            path = Path(arg).resolve()
-            arg = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else roles.get(flag, "PATH")
-        out.append(arg)
-    return " ".join(["python", script, *out])
-
-
 def baseline_tree(spec: str, work: Path) -> Path:
     """``spec`` as a directory, or a git revision of this repository exported into ``work``."""
     if Path(spec).is_dir():
@@ -222,9 +204,11 @@ def main() -> None:
                       f"(new {counts['new'] / 1e6:.2f} M, old {counts['old'] / 1e6:.2f} M)", flush=True)
                 seed += args.instruction_seeds + 1
         args.out.parent.mkdir(parents=True, exist_ok=True)
+        baseline_name = (commit_of(Path(args.baseline)) or "a checkout") if Path(args.baseline).is_dir() \
+            else args.baseline
         args.out.write_text(json.dumps({
             "command": recorded_command("benchmarks/bench_cpu.py", sys.argv[1:]),
-            "baseline": commit_of(Path(args.baseline)) if Path(args.baseline).is_dir() else args.baseline,
+            "baseline": baseline_name,
             "seeds": args.seeds, "rounds": args.rounds,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
             "when": time.strftime("%Y-%m-%d"), "ratios_new_over_old": summary,

@@ -42,6 +42,7 @@ import tempfile
 from pathlib import Path
 
 import orjson
+from _record import commit_of, recorded_command  # benchmarks/, this script's folder
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = {
@@ -110,25 +111,6 @@ class Tree:
         """Each figure's smallest sample: a shared machine only ever adds CPU (cache misses, a busy sibling core)."""
         return {name: round(min(values), 4) for name, values in self.samples.items()}
 
-
-
-def recorded_command(script: str, argv: list[str]) -> str:
-    """The command line as a results file records it: a path inside this repository relative to it, any other path
-    by its role (``BASELINE_CHECKOUT``, ``WORK_DIR``, ``OUT_FILE``), so the file names nothing of one machine."""
-    roles = {"--baseline": "BASELINE_CHECKOUT", "--work": "WORK_DIR", "--out": "OUT_FILE"}
-    out: list[str] = []
-    for i, arg in enumerate(argv):
-        flag = argv[i - 1] if i else ""
-        if os.path.isabs(arg) or (flag in roles and os.path.exists(arg)):
-            path = Path(arg).resolve()
-            arg = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else roles.get(flag, "PATH")
-        out.append(arg)
-    return " ".join(["python", script, *out])
-
-
-def commit_of(path: Path) -> str | None:
-    done = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 and (path / ".git").exists() else None
 
 
 def baseline_tree(spec: str, work: Path) -> tuple[Path, str]:

@@ -330,11 +330,12 @@ class TestAboutItself:
         to it and any other by its role."""
         import importlib.util
 
+        spec = importlib.util.spec_from_file_location("_record", ROOT / "benchmarks" / "_record.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
         for name in ("bench_cpu", "bench_startup"):
-            spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            assert "from _record import commit_of, recorded_command" in (ROOT / "benchmarks" / f"{name}.py").read_text()
             command = module.recorded_command(f"benchmarks/{name}.py", [
                 "--baseline", str(ROOT / "docs"), "--work", os.path.abspath(os.sep), "--out",
                 str(ROOT / "benchmarks" / "results" / "x.json"), "--seeds", "3"])
