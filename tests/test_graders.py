@@ -33,6 +33,7 @@ from simworld._episode.judge import grade, solution_end_states
 from simworld._episode.play import play
 from simworld._episode.steps import steps_factory
 from simworld._grading.contract import GraderSpec, grade_episode, resolve_grader
+from simworld._grading.projection import same_records, touched
 from simworld._grading.verdict import Check, Verdict
 from simworld._scenario.scenario import Scenario, load_suite
 from simworld._world.dates import parse_date
@@ -44,6 +45,7 @@ PREMIUM = "premium-increase-midterm"
 LARGE_FEE = "waive-large-fee-escalate"
 SMALL_FEE = "waive-small-fee"
 DUE_DAY = "move-due-day-fifteenth"
+CANCEL = "cancel-midterm-refund"
 
 # Seeds picked for their perturbed values (each is re-checked by the test that relies on it).
 SPLIT_EVEN_SEED = 0       # GBP 1107.84: divides by 3 exactly (369.28 x 3); every valid split is the same
@@ -274,6 +276,38 @@ class TestExpectedFinalState:
         assert not v.passed
         assert [d["path"] for d in v.data["state_diff"]] == ["plans/pln_001/instalments/7/amount"]
         assert "solution 1" in v.checks[0].detail
+
+    def test_a_solution_ending_where_an_earlier_one_did_is_not_compared_again(self, monkeypatch) -> None:
+        """Solutions that differ only in what they read end in the same records: the episode is compared with
+        the first of them only, and the verdict is the one comparing each gives."""
+        import graders.state
+
+        sols = solutions(CANCEL, 0)
+        assert len(sols) == 2 and sols[0] is not sols[1]
+        assert same_records(sols[0], sols[1], touched([sols[1]])), "precondition: the two solutions end alike"
+        ep = run(CANCEL, 0, [finish()])
+        compared = []
+        real = graders.state.compare
+        monkeypatch.setattr(graders.state, "compare", lambda *a: compared.append(a[0]) or real(*a))
+        twinned = expected_final_state(ep, solutions=sols)
+        assert compared == [sols[0]]
+        monkeypatch.setattr(graders.state, "_twin", lambda *a: None)
+        each = expected_final_state(ep, solutions=sols)
+        assert compared == [sols[0], sols[0], sols[1]]
+        assert not twinned.passed and twinned.data["state_diff"]
+        assert (twinned.checks, dict(twinned.data), twinned.partial) == (each.checks, dict(each.data), each.partial)
+
+    def test_solutions_ending_apart_are_each_compared(self, monkeypatch) -> None:
+        """Solutions whose records differ (an uneven split, remainder first or last) are each compared."""
+        import graders.state
+
+        sols = solutions(SPLIT, SPLIT_REMAINDER_SEED)
+        assert not same_records(sols[0], sols[1], touched([sols[1]])), "precondition: the two solutions differ"
+        compared = []
+        real = graders.state.compare
+        monkeypatch.setattr(graders.state, "compare", lambda *a: compared.append(a[0]) or real(*a))
+        v = expected_final_state(run(SPLIT, SPLIT_REMAINDER_SEED, [finish()]), solutions=sols)
+        assert compared[:2] == [sols[0], sols[1]] and not v.passed
 
     def test_no_solutions_fails(self) -> None:
         """With no valid end state to compare against, the check fails with score 0."""
