@@ -3,9 +3,11 @@ result; the episode it gives is byte for byte the one that running the tool give
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import attrs
+import orjson
 import pytest
 
 from simworld._agents.kinds import build_agent_factory
@@ -16,8 +18,12 @@ from simworld._episode.steps import steps_factory
 from simworld._running.job import event_file_content
 from simworld._scenario.scenario import Scenario, load_suite
 from simworld._world import tools
-from simworld._world.clock import TimeGuard
+from simworld._world.clock import SimClock, TimeGuard
+from simworld._world.dates import local_date
+from simworld._world.world import World
 from simworld.errors import ToolArgumentError
+
+SMALL_FEE_SEED = 3  # a fee the desk may waive
 
 
 def _fresh(scenario: Scenario) -> Scenario:
@@ -94,6 +100,56 @@ def test_a_tool_swapped_for_another_is_run_not_taken_from_what_was_kept(monkeypa
     refused = [e for e in after.events if e.tool == "waive_fee"]
     assert waived and waived[0].status == "ok"
     assert refused and refused[0].status == "error" and "replacement" in refused[0].result["error"]
+
+
+# -- a call that read neither the clock nor the sequence number is kept for any instant ----------------------
+
+def _timeless_calls_moved(scenario: Scenario, seed: int, agent: str, guard: TimeGuard) -> tuple[int, list[str]]:
+    """Play ``agent`` and every solution of ``scenario`` at ``seed``; run each call kept for any instant again,
+    with nothing kept, days later and with another sequence number: how many were checked, and each one whose
+    status, result or end state moved."""
+    sc = _fresh(scenario)
+    play(Environment(sc, seed, agent_name=agent, guard=guard), build_agent_factory(agent))
+    _play_solutions(sc, seed, guard)
+    inst = sc.instance(seed)
+    checked, moved = 0, []
+    for key, (before, tool, after, result, status) in list(inst.calls.items()):
+        if len(key) != 3:  # kept for its instant and number only
+            continue
+        checked += 1
+        later = SimClock(inst.clock + timedelta(days=3, hours=7))
+        world = World(before, later, sc.snapshot.policy, {tool.name: tool})
+        world.seq = 17
+        event = world.call(tool.name, orjson.loads(key[2]))
+        if (event.status, orjson.dumps(event.result), world.state.hash) != (status, result, after.hash):
+            moved.append(f"{sc.id} seed {seed} {agent}: {tool.name}({key[2].decode()})")
+    return checked, moved
+
+
+@pytest.mark.parametrize("agent", ["reference", "random"])
+def test_a_call_kept_for_any_instant_has_the_same_effect_at_another(agent: str) -> None:
+    """Over the whole suite, the agent's calls and every solution's: a call kept whatever the instant and the
+    sequence number (it read neither while it ran) has the same status, result and end state days later
+    under another number. Solutions that differ only in the reads before a write share that write."""
+    checked, moved = 0, []
+    with TimeGuard() as guard:
+        for scenario in load_suite():
+            for seed in (3, 8):
+                n, found = _timeless_calls_moved(scenario, seed, agent, guard)
+                checked += n
+                moved += found
+    assert not moved, moved[:5]
+    assert checked > 200
+
+
+def test_a_tool_reading_the_instant_behind_the_worlds_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check above is not vacuous: were ``World.today`` to read the clock without the world seeing it,
+    waiving a fee (which dates the waiver today) would be kept for any instant, and moved."""
+    monkeypatch.setattr(World, "today", lambda self, customer_id=None: local_date(self._clock.now, "UTC"))
+    (scenario,) = load_suite(None, ["waive-small-fee"])
+    with TimeGuard() as guard:
+        checked, moved = _timeless_calls_moved(scenario, SMALL_FEE_SEED, "reference", guard)
+    assert checked and any("waive_fee" in m for m in moved), moved
 
 
 # -- a solution whose calls the agent made is not played again -------------------------------------------------

@@ -39,14 +39,36 @@ class World:
     def __init__(self, state: State, clock: SimClock, policy: PolicyStore, tools: dict[str, Any],
                  calls: dict[Any, Any] | None = None) -> None:
         self.state = state
-        self.clock = clock
+        self._clock = clock
         self.policy = policy
         self.tools = tools
         self.events: list[Event] = []
         self.states: list[State] = []  # the state after each event
         self.outcome: str | None = None
-        self.seq = 0
+        self._seq = 0
         self._calls = calls
+        self._moment_read = False  # whether the clock or the sequence number was read (see _run)
+
+    @property
+    def clock(self) -> SimClock:
+        """The simulated clock (a tool that reads it, or :meth:`today`, makes its call depend on the instant)."""
+        self._moment_read = True
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: SimClock) -> None:
+        self._clock = clock
+
+    @property
+    def seq(self) -> int:
+        """The sequence number of the next event (a tool that reads it, for a new record's id, makes its call
+        depend on it)."""
+        self._moment_read = True
+        return self._seq
+
+    @seq.setter
+    def seq(self, seq: int) -> None:
+        self._seq = seq
 
     # -- lookups tools share -------------------------------------------------------------------------
 
@@ -116,7 +138,7 @@ class World:
             return self.refuse(problem)
         message = ('Expected an action {"tool": NAME, "args": {...}} (or None to stop) but got '
                    f"{recorded!r}.")
-        return self._record(Event(self.seq, self.clock.iso(), "", recorded, {"error": message}, "error", 0.0,
+        return self._record(Event(self._seq, self._clock.iso(), "", recorded, {"error": message}, "error", 0.0,
                                   "invalid"))
 
     def refuse(self, problem: str) -> Event:
@@ -126,7 +148,7 @@ class World:
         the place of what was wrong, never the value itself.
         """
         message = f"Refused the action without running it: {problem}."
-        return self._record(Event(self.seq, self.clock.iso(), "", {"refused": problem}, {"error": message}, "error",
+        return self._record(Event(self._seq, self._clock.iso(), "", {"refused": problem}, {"error": message}, "error",
                                   0.0, "invalid"))
 
     def say(self, text: str) -> Event:
@@ -136,7 +158,7 @@ class World:
         sequence number of the call that follows it (or would), without using it up: the records a
         talking agent's calls create have the ids a silent agent's would.
         """
-        event = Event(self.seq, self.clock.iso(), "", {"text": text}, None, "ok", 0.0, "say")
+        event = Event(self._seq, self._clock.iso(), "", {"text": text}, None, "ok", 0.0, "say")
         self.events.append(event)
         self.states.append(self.state)
         return event
@@ -144,7 +166,7 @@ class World:
     def _record(self, event: Event) -> Event:
         self.events.append(event)
         self.states.append(self.state)
-        self.seq += 1
+        self._seq += 1
         return event
 
     def call(self, name: Any, args: Any, *, plain: bool = False) -> Event:
@@ -158,8 +180,8 @@ class World:
         record's cached bytes): the result is serialised once, fragments as they are, and the
         event records what that JSON reads back as.
         """
-        seq = self.seq
-        at = self.clock.iso()
+        seq = self._seq
+        at = self._clock.iso()
         if not isinstance(name, str):
             # Environment.step sends only string names here; a direct caller may send anything.
             name = f"<a value of type {type_name(name)}>"
@@ -192,7 +214,7 @@ class World:
         if tool is None:
             return None
         status, result_bytes, _ = self._run(tool, args, orjson.dumps(args), record=False)
-        self.seq += 1
+        self._seq += 1
         if status != "ok":
             return None
         if tool.kind._value_ == "terminal":
@@ -206,24 +228,32 @@ class World:
         What a call's effect depends on: the state, the simulated time, the sequence number (new records' ids),
         the tool and its arguments exactly. The same call on the same state, clock and sequence number (by this
         world or another from the same start) is not run again: a tool is a function of those, so its effect
-        and result are the kept ones.
+        and result are the kept ones. A call of simworld's own tools that read neither the clock nor the
+        sequence number while it ran (most writes: a schedule, a due day, a deferral) is a function of the state,
+        the tool and its arguments alone, and is kept for any instant and number: two solutions that differ only
+        in the reads before it (which take time and a number, and change nothing) share it.
         """
         before = self.state
         calls = self._calls
-        key = (id(before), self.clock.now, self.seq, id(tool), args_bytes) if calls is not None else None
-        played = calls.get(key) if calls is not None else None
-        if played is not None and played[0] is before and played[1] is tool:
-            self.state = played[2]
-            self.clock.advance(tool.latency)
-            return played[4], played[3], None
+        if calls is not None:
+            played = calls.get((id(before), id(tool), args_bytes))
+            if played is None:
+                played = calls.get((id(before), self._clock.now, self._seq, id(tool), args_bytes))
+            if played is not None and played[0] is before and played[1] is tool:
+                self.state = played[2]
+                self._clock.advance(tool.latency)
+                return played[4], played[3], None
+        now, seq = self._clock.now, self._seq
         status: Status
+        self._moment_read = False
         try:
             result = tool.fn(self, **tool.bind(args))
             status = "ok"
         except ToolError as exc:
             self.state = before
             result, status = {"error": str(exc)}, exc.status
-        self.clock.advance(tool.latency)
+        timeless = not self._moment_read and _own(tool)
+        self._clock.advance(tool.latency)
         recorded: Any = None
         try:
             result_bytes = None if record else orjson.dumps(result)
@@ -234,8 +264,26 @@ class World:
             if problem is not None:  # a user's tool returned what JSON cannot hold: the harness's bug
                 raise TypeError(f"tool {tool.name!r} returned a result that cannot be recorded: {problem}")
         if calls is not None and len(calls) < _CALLS_KEPT:
+            key = (id(before), id(tool), args_bytes) if timeless else (id(before), now, seq, id(tool), args_bytes)
             calls[key] = (before, tool, self.state, result_bytes, status)
         return status, result_bytes, recorded
+
+
+def _own(tool: Any) -> bool:
+    """Whether ``tool`` is one of simworld's own, which read the instant only through the world (a tool of your own
+    may read it from ``datetime.now()``, which the simulated clock moves, or read the world's events)."""
+    held = _OWN.get(id(tool))
+    if held is not None and held[0] is tool:
+        return held[1]
+    own = getattr(getattr(tool, "fn", None), "__module__", "").startswith("simworld.")
+    if len(_OWN) >= 1024:
+        _OWN.clear()
+    _OWN[id(tool)] = (tool, own)
+    return own
+
+
+#: Per tool (by identity, held so that its id is not reused): whether it is simworld's own (see :func:`_own`).
+_OWN: dict[int, tuple[Any, bool]] = {}
 
 
 #: Calls kept per start (a seed's perturbed world): enough for the agent's and every solution's.
