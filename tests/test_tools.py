@@ -139,6 +139,26 @@ class TestFindCustomer:
         """A blank query is a bad argument naming query."""
         refused(world, "find_customer", {"query": "   "}, "error", "query")
 
+    def test_a_customer_changed_since_the_snapshot_is_found_as_it_is_now(self, world: World) -> None:
+        """Answers kept on the snapshot are for its customers as they are there: once a customer's record
+        changes, a search reads the state, before and after the same query was answered from the snapshot."""
+        assert [c["id"] for c in ok(world, "find_customer", {"query": "maria"}).result["customers"]] == [
+            "cus_001", "cus_011"]
+        renamed = attrs.evolve(world.state.get("customers", "cus_001"), name="Marta Alvarez")
+        world.state = world.state.put(renamed)
+        assert [c["id"] for c in ok(world, "find_customer", {"query": "maria"}).result["customers"]] == ["cus_011"]
+        assert ok(world, "find_customer", {"query": "marta"}).result["customers"] == [
+            {"id": "cus_001", "name": "Marta Alvarez", "email": "maria.alvarez@example.com"}]
+
+    def test_a_kept_answer_is_the_scan_and_a_copy_each_time(self, world: World) -> None:
+        """Asked twice, the same answer as reading every customer, each a copy the agent may change."""
+        first = ok(world, "find_customer", {"query": "ALVAREZ"}).result
+        first["customers"][0]["name"] = "changed by the agent"
+        second = ok(world, "find_customer", {"query": "alvarez"}).result
+        scan = [{"id": c.id, "name": c.name, "email": c.email} for c in world.state.records("customers")
+                if "alvarez" in c.name.lower()]
+        assert second == {"customers": scan} and scan
+
     def test_non_string_query_is_an_error(self, world: World) -> None:
         """A number as query is a bad argument naming query."""
         refused(world, "find_customer", {"query": 42}, "error", "query")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, timedelta
 from typing import Any, Literal
 
@@ -194,12 +195,31 @@ def find_customer(world: World, query: str) -> dict[str, Any]:
     q = query.strip().lower()
     if not q:
         raise ToolArgumentError("find_customer: query is empty; pass an id, an e-mail or part of a name.")
+    state = world.state
+    if any(table == "customers" for table, _ in state.overlay):
+        return {"customers": _found(state.records("customers"), q)}
+    # No customer changed since the snapshot: its answers, kept on it (a seed's start changes no customer).
+    answers: dict[str, list[dict[str, str]]] = memo(state.base, "_find_customer", _no_answers)
+    found = answers.get(q)
+    if found is None:
+        found = _found(state.records("customers"), q)
+        if len(answers) < 4096:
+            answers[q] = found
+    return {"customers": found}  # read by the world as JSON: the agent gets its own copy
+
+
+def _no_answers(base: Any) -> dict[str, list[dict[str, str]]]:
+    return {}
+
+
+def _found(customers: Iterable[Any], q: str) -> list[dict[str, str]]:
+    """The first 20 customers whose id or e-mail is ``q``, or whose name holds it (``q`` in lower case)."""
     found = []
-    for c in world.state.records("customers"):
+    for c in customers:
         keys = c.__dict__.get("_search_keys") or memo(c, "_search_keys", _search_keys)
         if q == keys[0] or q == keys[1] or q in keys[2]:
             found.append({"id": c.id, "name": c.name, "email": c.email})
-    return {"customers": found[:20]}
+    return found[:20]
 
 
 def _search_keys(customer: Any) -> tuple[str, str, str]:
