@@ -179,10 +179,11 @@ class TestPlatformName:
         monkeypatch.setattr(platform, "platform", lambda: pytest.fail("platform.platform() ran"))
         assert platform_name() == "Linux-6.8.0-45-generic-aarch64-with-glibc2.39"
 
-    @pytest.mark.parametrize("release, expected", [("5.15.90.1-microsoft-standard-WSL2", "Linux-5.15.90.1-microsoft-"
-                                                    "standard-WSL2-x86_64-with-musl1.2"),
-                                                   ("4.4 (custom/build)", "Linux-4.4_-custom-build-x86_64-with-musl1.2"),
-                                                   ("unknown", "Linux-x86_64-with-musl1.2")])
+    @pytest.mark.parametrize("release, expected", [
+        ("5.15.90.1-microsoft-standard-WSL2", "Linux-5.15.90.1-microsoft-standard-WSL2-x86_64-with-musl1.2"),
+        ("4.4 (custom/build)", "Linux-4.4_-custom-build-x86_64-with-musl1.2"),
+        ("unknown", "Linux-x86_64-with-musl1.2"),
+    ])
     def test_cleaned_as_platform_platform_cleans(self, monkeypatch: pytest.MonkeyPatch, release: str,
                                                  expected: str) -> None:
         """Characters unfit for a file name become dashes (a space an underscore), "unknown" is dropped and dashes
