@@ -3,8 +3,10 @@ then); simworld's version as importlib.metadata gives it."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +15,9 @@ import orjson
 import pytest
 from helpers import ROOT, copy_suite
 
-from simworld._running.runner import own_code_only, simworld_version
+from simworld._running.runner import own_code_only, platform_name, run_header, simworld_version
 from simworld._scenario.scenario import load_suite
+from simworld._world import hashing
 
 #: An agent that writes down what datetime.now() and the observation say the time is, then stops.
 CLOCK_AGENT = '''
@@ -116,8 +119,10 @@ class TestVersion:
 class TestWhatARunImports:
     #: Modules a run of simworld's own agents has no use for, imported where they are needed instead: calendar
     #: (and its locale: the days of a month are counted in simworld._world.dates), traceback (a failure's
-    #: description), queue (a deadline's worker, for a foreign agent) and shutil (a merge across file systems).
-    NOT_IMPORTED = ("calendar", "traceback", "queue", "shutil")
+    #: description), queue (a deadline's worker, for a foreign agent) and shutil (a merge across file systems);
+    #: subprocess (run.json's platform is read without `uname -p`) and hashlib with OpenSSL's _hashlib (BLAKE2b
+    #: comes from _blake2).
+    NOT_IMPORTED = ("calendar", "traceback", "queue", "shutil", "subprocess", "hashlib", "_hashlib")
 
     def test_a_run_never_imports_what_it_does_not_use(self, tmp_path: Path) -> None:
         """A run of the reference agent (the console entry point, as `simworld run` starts) finishes without
@@ -131,3 +136,65 @@ class TestWhatARunImports:
         assert (tmp_path / "out" / "results.jsonl").exists(), done.stderr[-2000:]
         assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:] + done.stderr[-2000:]
 
+
+
+class TestBlake2b:
+    @pytest.mark.parametrize("data, size", [(b"", 16), (b"holdout/waive-small-fee/3", 8), (bytes(range(256)) * 9, 20),
+                                            (b"\x00" * 200, 64)])
+    def test_the_same_digests_as_hashlibs(self, data: bytes, size: int) -> None:
+        """The BLAKE2b simworld hashes with (from _blake2, without OpenSSL) gives hashlib's bytes, at once or fed in
+        parts."""
+        fed = hashing.blake2b(digest_size=size)
+        for start in range(0, len(data), 100):
+            fed.update(data[start:start + 100])
+        assert hashing.blake2b(data, digest_size=size).digest() == hashlib.blake2b(data, digest_size=size).digest()
+        assert fed.hexdigest() == hashlib.blake2b(data, digest_size=size).hexdigest()
+
+    def test_hashlibs_own_when_blake2_is_missing(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An interpreter without the private _blake2 module gets hashlib's blake2b instead."""
+        monkeypatch.setitem(sys.modules, "_blake2", None)  # None in sys.modules: `import _blake2` fails
+        monkeypatch.delitem(sys.modules, "simworld._world.hashing")
+        fresh = importlib.import_module("simworld._world.hashing")
+        assert fresh.blake2b is hashlib.blake2b
+
+
+class TestPlatformName:
+    def test_what_platform_platform_says(self) -> None:
+        """run.json's platform is platform.platform()'s string; on Linux that string with the processor left out,
+        which platform.platform() leaves out itself when `uname -p` says unknown or the machine (as almost
+        everywhere)."""
+        assert run_header("reference")["platform"] == platform_name()
+        if platform.processor() in ("", "unknown", platform.machine()):
+            assert platform_name() == platform.platform()
+        else:  # a processor named apart from the machine (Gentoo's CPU model): the rest is the same
+            assert platform_name() == platform.platform().replace(
+                "-" + platform.processor().replace(" ", "_").replace("(", "-").replace(")", "-"), "", 1)
+
+    def test_linux_starts_no_child_process(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """On Linux the string is made from os.uname() and the C library's version, never from `uname -p`."""
+        monkeypatch.setattr(sys, "platform", "linux")
+        monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Linux", "box", "6.8.0-45-generic",
+                                                                   "#45 SMP (x)", "aarch64")))
+        monkeypatch.setattr(platform, "libc_ver", lambda: ("glibc", "2.39"))
+        monkeypatch.setattr(platform, "platform", lambda: pytest.fail("platform.platform() ran"))
+        assert platform_name() == "Linux-6.8.0-45-generic-aarch64-with-glibc2.39"
+
+    @pytest.mark.parametrize("release, expected", [
+        ("5.15.90.1-microsoft-standard-WSL2", "Linux-5.15.90.1-microsoft-standard-WSL2-x86_64-with-musl1.2"),
+        ("4.4 (custom/build)", "Linux-4.4_-custom-build-x86_64-with-musl1.2"),
+        ("unknown", "Linux-x86_64-with-musl1.2"),
+    ])
+    def test_cleaned_as_platform_platform_cleans(self, monkeypatch: pytest.MonkeyPatch, release: str,
+                                                 expected: str) -> None:
+        """Characters unfit for a file name become dashes (a space an underscore), "unknown" is dropped and dashes
+        fold, as platform.platform() does."""
+        monkeypatch.setattr(sys, "platform", "linux")
+        monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Linux", "box", release, "#1", "x86_64")))
+        monkeypatch.setattr(platform, "libc_ver", lambda: ("musl", "1.2"))
+        assert platform_name() == expected
+
+    def test_elsewhere_platform_platforms_own(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Off Linux (macOS names its processor, Windows its edition) the string is platform.platform()'s."""
+        monkeypatch.setattr(sys, "platform", "darwin")
+        monkeypatch.setattr(platform, "platform", lambda: "macOS-14.5-arm64-arm-64bit")
+        assert platform_name() == "macOS-14.5-arm64-arm-64bit"

@@ -32,7 +32,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-import hashlib
 import itertools
 import mmap
 import multiprocessing
@@ -49,6 +48,7 @@ from simworld._episode.contract import CONTRACT_VERSION
 from simworld._running.job import event_file_name
 from simworld._running.rundir import EVENTS, RESULTS, ResultsFile, numbered_lines, parse_results
 from simworld._world.events import Event, read_events
+from simworld._world.hashing import blake2b
 from simworld._world.splits import is_holdout
 from simworld._world.state import canonical_bytes
 from simworld._world.tools import TOOLS
@@ -218,7 +218,7 @@ def _spliced(data: bytes, events_hash: Any) -> tuple[dict[str, Any], list[dict[s
         return None
     body = lines[1:-2]
     # The event lines, each with its newline, are the bytes between the header's line and the footer's.
-    if hashlib.blake2b(data[len(lines[0]) + 1:len(data) - len(lines[-2]) - 1], digest_size=16).hexdigest() \
+    if blake2b(data[len(lines[0]) + 1:len(data) - len(lines[-2]) - 1], digest_size=16).hexdigest() \
             != events_hash:
         return None
     header, footer = orjson.loads(lines[0]), orjson.loads(lines[-2])

@@ -25,7 +25,6 @@ in memory from a snapshot with no file behind it (no digest) is never written to
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 from collections import OrderedDict
@@ -35,6 +34,7 @@ from typing import Any
 import orjson
 
 from simworld._scenario.scenario import Scenario
+from simworld._world.hashing import blake2b
 from simworld._world.models import json_bytes, record_from_json
 from simworld._world.state import State
 
@@ -165,7 +165,7 @@ def _tools_code(scenario: Scenario) -> list[str]:
         if code is None:
             out.append(f"{name}:?")
             continue
-        h = hashlib.blake2b(repr(getattr(tool, "latency", None)).encode(), digest_size=12)
+        h = blake2b(repr(getattr(tool, "latency", None)).encode(), digest_size=12)
         _hash_code(code, h)
         out.append(f"{name}:{getattr(fn, '__module__', '?')}:{h.hexdigest()}")
     return out
@@ -189,7 +189,7 @@ def _code_digest() -> str:
     """A hash of the simworld package's own source: a code change (released or not) is a new cache."""
     global _code
     if _code is None:
-        h = hashlib.blake2b(digest_size=16)
+        h = blake2b(digest_size=16)
         root = Path(__file__).resolve().parents[1]  # the simworld package
         for path in sorted(root.rglob("*.py")):
             h.update(path.relative_to(root).as_posix().encode() + b"\0")
@@ -225,7 +225,7 @@ def _file(scenario: Scenario, seed: int) -> Path | None:
         data = orjson.dumps(what, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     except TypeError:  # something in the scenario that is not JSON: do not guess a key for it
         return None
-    name = hashlib.blake2b(data, digest_size=20).hexdigest()
+    name = blake2b(data, digest_size=20).hexdigest()
     return cache_dir() / name[:2] / f"{name}.json"
 
 

@@ -23,7 +23,6 @@ phrasing), below the family's ``holdout_share``: the two splits never share one.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import random
 import shutil
@@ -38,6 +37,7 @@ import orjson
 from simworld._families._intents import EXCESS_BANDS, OVERPAY_BANDS, PREMIUM_BANDS
 from simworld._families._manifest import Family, fill
 from simworld._families._solve import Solved, Unclear, Verdict, classify, solve
+from simworld._world.hashing import blake2b
 from simworld._world.money import Money
 from simworld._world.perturb import Perturbed, WorldDraws, perturb
 from simworld._world.snapshot import SnapshotLoader
@@ -78,7 +78,7 @@ class Generated:
 
 
 def _digest(value: Any) -> str:
-    return hashlib.blake2b(orjson.dumps(value, option=orjson.OPT_SORT_KEYS), digest_size=8).hexdigest()
+    return blake2b(orjson.dumps(value, option=orjson.OPT_SORT_KEYS), digest_size=8).hexdigest()
 
 
 def in_holdout(family: Family, point: dict[str, Any]) -> bool:

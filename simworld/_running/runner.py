@@ -9,9 +9,9 @@ value may appear).
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import platform
+import re
 import sys
 import threading
 from collections import deque
@@ -50,6 +50,7 @@ from simworld._scenario.scenario import Scenario, check_split
 from simworld._world.clock import TimeGuard, wall_monotonic, wall_time
 from simworld._world.events import read_events, write_atomic
 from simworld._world.files import as_path
+from simworld._world.hashing import blake2b
 from simworld._world.splits import format_seeds
 from simworld._world.state import canonical_bytes
 from simworld.errors import ReplayError, RunDirError, ScenarioError
@@ -57,8 +58,8 @@ from simworld.errors import ReplayError, RunDirError, ScenarioError
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["IDENTITY", "OWN_AGENTS", "RunResult", "grid", "own_code_only", "regrade", "run_header", "run_one",
-           "run_suite", "simworld_version", "suite_digest"]
+__all__ = ["IDENTITY", "OWN_AGENTS", "RunResult", "grid", "own_code_only", "platform_name", "regrade", "run_header",
+           "run_one", "run_suite", "simworld_version", "suite_digest"]
 
 
 def run_one(scenario: Scenario, seed: int, agent: Callable[[], Any]) -> tuple[Episode, dict[str, Any]]:
@@ -110,12 +111,12 @@ def grid(scenarios: Sequence[Scenario], seeds: Sequence[int], split: str = "dev"
 
 def suite_digest(scenarios: Sequence[Scenario]) -> str:
     """A hash of every file of every scenario and of the snapshots they run on: which suite a run used."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for scenario in scenarios:
         h.update(f"scenario {scenario.id}\n".encode())
         for path in sorted(p for p in scenario.path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
             h.update(f"{path.relative_to(scenario.path).as_posix()}\n".encode())
-            h.update(hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+            h.update(blake2b(path.read_bytes(), digest_size=16).digest())
         h.update(f"snapshot {scenario.snapshot.name} {scenario.snapshot.digest}\n".encode())
     return h.hexdigest()
 
@@ -428,7 +429,29 @@ def run_header(agent: str, argv: Iterable[str] = ()) -> dict[str, Any]:
     """The first fields of every run.json (``simworld run``'s, an Inspect eval's): status running, the versions, the
     command line (credentials redacted) and the agent."""
     return {"status": "running", "simworld": simworld_version(), "python": platform.python_version(),
-            "platform": platform.platform(), "argv": redact(list(argv) or sys.argv[1:]), "agent": agent}
+            "platform": platform_name(), "argv": redact(list(argv) or sys.argv[1:]), "agent": agent}
+
+
+#: What :func:`platform_name` makes a dash of, as ``platform.platform()`` does (a string fit for a file name).
+_NOT_IN_FILE_NAMES = str.maketrans({" ": "_", **dict.fromkeys('/\\:;"()', "-")})
+
+
+def platform_name() -> str:
+    """The machine a run ran on, as run.json records it: ``platform.platform()``'s string (such as
+    ``Linux-6.8.0-45-generic-x86_64-with-glibc2.39``: the OS, its release, the machine and the C library), made on
+    Linux without the ``uname -p`` child process it starts at every run to learn the processor.
+
+    On Linux ``uname -p`` says ``unknown`` or the machine again, both of which ``platform.platform()`` leaves out,
+    so the string is the same; a system whose ``uname -p`` names the CPU model (Gentoo's) loses that name and
+    keeps the rest. Elsewhere (macOS names its processor) it is ``platform.platform()``'s own.
+    """
+    if sys.platform != "linux":
+        return platform.platform()
+    system, _node, release, _version, machine = os.uname()
+    libc, libc_version = platform.libc_ver()
+    name = "-".join(part.strip() for part in (system, release, machine, "with", libc + libc_version) if part)
+    name = re.sub("-{2,}", "-", name.translate(_NOT_IN_FILE_NAMES).replace("unknown", ""))
+    return name.rstrip("-")
 
 
 def simworld_version() -> str:

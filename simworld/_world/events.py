@@ -13,7 +13,6 @@ line is canonical JSON (sorted keys) so the same episode writes the same bytes.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
+from simworld._world.hashing import blake2b
 from simworld._world.state import canonical_bytes
 from simworld.errors import ReplayError
 
@@ -64,7 +64,7 @@ def event_lines(events: Iterable[Event]) -> list[bytes]:
 
 def lines_hash(lines: Iterable[bytes]) -> str:
     """The events hash of events already made into lines (see :func:`event_lines`)."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for line in lines:
         h.update(line)
         h.update(b"\n")

@@ -48,7 +48,6 @@ generator ignores this order, so seed ``N`` gives the world it always gave.
 from __future__ import annotations
 
 import functools
-import hashlib
 import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
@@ -61,6 +60,7 @@ import orjson
 
 from simworld._world.dates import days_in_month, due_date, roll, shift_years
 from simworld._world.files import MAX_SCENARIO_FILE_BYTES, read_bounded
+from simworld._world.hashing import blake2b
 from simworld._world.models import LOCKED, UNPAID, Instalment, Plan, Policy
 from simworld._world.money import Money, allocate, exponent
 from simworld._world.policy import PolicyStore
@@ -414,7 +414,7 @@ def world_id(scenario_id: str, world: Mapping[str, Any]) -> int:
     same world file report the same number, and its result line's ``world`` field says
     which world it was.
     """
-    digest = hashlib.blake2b(canonical_bytes({"scenario": scenario_id, "world": world}), digest_size=8).digest()
+    digest = blake2b(canonical_bytes({"scenario": scenario_id, "world": world}), digest_size=8).digest()
     return int.from_bytes(digest, "big") % HOLDOUT_BASE
 
 

@@ -13,7 +13,6 @@ immutable :class:`Snapshot`; a reset never re-parses or deep-copies the world.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import orjson
 
 from simworld._world.clock import parse_instant
 from simworld._world.files import MAX_SNAPSHOT_BYTES, read_bounded
+from simworld._world.hashing import blake2b
 from simworld._world.models import TABLES, record_from_json, to_json
 from simworld._world.policy import DEFAULT_POLICY, PolicyStore
 from simworld._world.state import Base, State, canonical_bytes
@@ -126,6 +126,6 @@ class SnapshotLoader:
             except orjson.JSONDecodeError as exc:
                 raise SnapshotError(f"{path.name}: not valid JSON: {exc}") from None
             cached = attrs.evolve(Snapshot.from_json(data, path.name),
-                                  digest=hashlib.blake2b(raw, digest_size=16).hexdigest())
+                                  digest=blake2b(raw, digest_size=16).hexdigest())
             self._cache[key] = cached
         return cached

@@ -10,9 +10,9 @@ uses (a dev seed at or above the base is refused, and so is a negative seed, by
 
 from __future__ import annotations
 
-import hashlib
 from typing import Literal
 
+from simworld._world.hashing import blake2b
 from simworld.errors import ScenarioError
 
 __all__ = ["HOLDOUT_BASE", "MAX_SEEDS", "SPLITS", "Split", "check_seed", "effective_seed", "format_seeds",
@@ -52,7 +52,7 @@ def effective_seed(scenario_id: str, seed: int, split: str) -> int:
     check_seed(seed, split)
     if split == "dev":
         return seed
-    digest = hashlib.blake2b(f"holdout/{scenario_id}/{seed}".encode(), digest_size=8).digest()
+    digest = blake2b(f"holdout/{scenario_id}/{seed}".encode(), digest_size=8).digest()
     return HOLDOUT_BASE + int.from_bytes(digest, "big") % 1_000_000_000
 
 

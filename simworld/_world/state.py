@@ -16,13 +16,13 @@ a state nobody hashes (a solver's scratch world) never digests a record.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
 import orjson
 
+from simworld._world.hashing import blake2b
 from simworld._world.models import BUSINESS_TABLES, TABLES, canonical_json, memo
 
 __all__ = ["Base", "State", "canonical_bytes", "record_digest"]
@@ -54,12 +54,11 @@ def _digester(table: str) -> tuple[str, Callable[[Any], int]]:
     prefix = table.encode() + b"\0"
 
     def compute(record: Any) -> int:
-        return int.from_bytes(_blake2b(prefix + canonical_json(record), digest_size=16).digest(), "big")
+        return int.from_bytes(blake2b(prefix + canonical_json(record), digest_size=16).digest(), "big")
 
     return "_digest_" + table, compute
 
 
-_blake2b = hashlib.blake2b
 #: Each table's digester, made once (see :func:`record_digest`).
 _DIGESTERS = {table: _digester(table) for table in TABLES}
 
@@ -215,7 +214,7 @@ class State:
         result line, its event file's header and footer all read them)."""
         def compute(state: State) -> str:
             business, comms = state._sums()
-            return _blake2b(f"{business:032x}:{comms:032x}".encode(), digest_size=16).hexdigest()
+            return blake2b(f"{business:032x}:{comms:032x}".encode(), digest_size=16).hexdigest()
 
         return memo(self, "_hash_cache", compute)
 
