@@ -149,6 +149,31 @@ def _accepts_json(accept: bytes | None) -> bool:
     return bool(types & {b"application/json", b"application/*", b"*/*"})
 
 
+def _is_json(content_type: bytes) -> bool:
+    """Whether a Content-Type header says ``application/json`` (with any parameters)."""
+    return content_type.split(b";")[0].strip().lower() == b"application/json"
+
+
+class _Verdicts:
+    """What a check of a header value said, remembered by value: a client sends the same Accept, Content-Type and
+    Host on every request, so each is read once, not once a request. At most :data:`KEPT` values are kept, so a
+    client sending a new value each time costs a check each time, and no memory."""
+
+    KEPT = 64
+
+    def __init__(self, check: Callable[[bytes], bool]) -> None:
+        self._check = check
+        self._seen: dict[bytes, bool] = {}
+
+    def __call__(self, value: bytes) -> bool:
+        verdict = self._seen.get(value)
+        if verdict is None:
+            verdict = self._check(value)
+            if len(self._seen) < self.KEPT:
+                self._seen[value] = verdict
+        return verdict
+
+
 def _loopback_origin(value: bytes, scheme: bool) -> bool:
     """Whether a Host (``name:port``) or Origin (``http://name:port``) header names this loopback server."""
     if scheme:
@@ -185,6 +210,10 @@ class HttpGate:
         self.rpc = rpc
         self._token = None if token is None else token.encode()
         self._loopback = loopback
+        self._accepts_json = _Verdicts(_accepts_json)
+        self._is_json = _Verdicts(_is_json)
+        self._loopback_host = _Verdicts(lambda value: _loopback_origin(value, scheme=False))
+        self._loopback_page = _Verdicts(lambda value: _loopback_origin(value, scheme=True))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -203,11 +232,11 @@ class HttpGate:
             return
         if self._loopback:
             host, origin = headers.get(b"host"), headers.get(b"origin")
-            if host is None or not _loopback_origin(host, scheme=False):
+            if host is None or not self._loopback_host(host):
                 await _send(send, *_error(421, INVALID_REQUEST, "Invalid Host header: this server answers to "
                                           "127.0.0.1, localhost or [::1] only"))
                 return
-            if origin is not None and not _loopback_origin(origin, scheme=True):
+            if origin is not None and not self._loopback_page(origin):
                 await _send(send, *_error(403, INVALID_REQUEST, "Invalid Origin header: this server answers "
                                           "pages from 127.0.0.1, localhost or [::1] only"))
                 return
@@ -225,12 +254,12 @@ class HttpGate:
                                       "to end a session)"), _ALLOW)
 
     async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
-        if not _accepts_json(headers.get(b"accept")):
+        accept = headers.get(b"accept")
+        if accept is None or not self._accepts_json(accept):
             await _send(send, *_error(406, INVALID_REQUEST, "Not Acceptable: the Accept header must include "
                                       "application/json"))
             return
-        content_type = headers.get(b"content-type", b"")
-        if content_type.split(b";")[0].strip().lower() != b"application/json":
+        if not self._is_json(headers.get(b"content-type", b"")):
             await _send(send, *_error(415, INVALID_REQUEST, "Unsupported Media Type: send the JSON-RPC message "
                                       "with Content-Type: application/json"))
             return
@@ -241,19 +270,22 @@ class HttpGate:
             return
         extra: tuple[tuple[bytes, bytes], ...] = ()
         status, answer = self._answer(headers, body)
-        if isinstance(answer, tuple):  # a session was opened: name it
-            answer, sid = answer
-            extra = ((SESSION_HEADER, sid.encode()),)
+        session = None
+        if isinstance(answer, tuple):  # a session was opened (its id to name), or a message within one answered
+            answer, session = answer
+            if isinstance(session, str):
+                extra = ((SESSION_HEADER, session.encode()),)
+                session = None
         await _send(send, status, answer, *extra)
         # An episode this message ended is graded and written only now, its reply sent: the agent never sees the
         # grade, so its call need not wait for it. Still in the same turn of the event loop as the reply (unless the
         # write had to wait for a slow reader), so episodes are recorded in the order they end.
-        ended = self.sessions.get(_session_id(headers))
-        if ended is not None:
-            ended.record()
+        if session is not None:
+            session.record()
 
     def _answer(self, headers: dict[bytes, bytes], body: bytes) -> tuple[int, Any]:
-        """The status and body answering one POSTed JSON-RPC message (with the session id it opened, if any)."""
+        """The status and body answering one POSTed JSON-RPC message, with the id of the session it opened or the
+        session it was answered within, if either."""
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -292,7 +324,7 @@ class HttpGate:
         if raw is None:
             return _error(400, INVALID_REQUEST, "Bad Request: Missing session ID: send the mcp-session-id header "
                           "that initialize answered with", request_id)
-        session = self.sessions.get(_session_id(headers))
+        session = self.sessions.get(raw.decode("latin-1"))
         if session is None:
             return _error(404, INVALID_REQUEST, "Session not found: it has ended or never existed; initialize a "
                           "new one", request_id)
@@ -303,8 +335,8 @@ class HttpGate:
                           f"{version.decode('latin-1')!r}; this server speaks {', '.join(PROTOCOL_VERSIONS)}",
                           request_id)
         if not is_request or method is None:  # a notification, or a response to a request it never sends
-            return 202, b""
-        return 200, self.rpc.answer(session, request_id, method, message.get("params"))
+            return 202, (b"", session)
+        return 200, (self.rpc.answer(session, request_id, method, message.get("params")), session)
 
     def _delete(self, headers: dict[bytes, bytes]) -> tuple[int, bytes]:
         raw = headers.get(SESSION_HEADER)
@@ -333,12 +365,6 @@ class HttpGate:
                 self.sessions.close_all(ENDED_BY_SERVER)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-
-def _session_id(headers: dict[bytes, bytes]) -> str | None:
-    """The session a request names (its ``mcp-session-id`` header), if any."""
-    raw = headers.get(SESSION_HEADER)
-    return None if raw is None else raw.decode("latin-1")
 
 
 async def _read_body(headers: dict[bytes, bytes], receive: Receive) -> bytes | None:
