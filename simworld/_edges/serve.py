@@ -58,6 +58,7 @@ without it :func:`serve` raises :class:`MissingDependency`.
 
 from __future__ import annotations
 
+import functools
 import gc
 import signal
 import sys
@@ -65,6 +66,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simworld._edges.serve_conn import Connection
 from simworld._edges.serve_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access, installed
 from simworld._edges.serve_rpc import Rpc, tool_entries
 from simworld._edges.serve_sessions import EpisodeSession, EpisodeSessions, Reply, log_line
@@ -218,12 +220,15 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
         # call in flight would wait out).
         gc.freeze()
         # A client holding a connection open must not keep a stopping server (and its unrecorded episodes) waiting.
-        # No proxy in front to trust, and no Date or Server header a client reads: less to do per response.
+        # No proxy in front to trust, and no Date or Server header a client reads: less to do per response. With
+        # httptools each connection is simworld's own protocol, which answers a request without a task of its own
+        # (simworld._edges.serve_conn); without it, uvicorn's h11 protocol.
+        http: Any = functools.partial(Connection, app) if installed("httptools") else "h11"
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
                                 lifespan="on", access_log=False, proxy_headers=False, server_header=False,
-                                date_header=False, http="httptools" if installed("httptools") else "h11")
+                                date_header=False, http=http)
         log_line(f"serving one episode per MCP session at http://{_url_host(host)}:{sock.getsockname()[1]}/mcp "
-             "(Ctrl-C to stop)")
+                 "(Ctrl-C to stop)")
         async with anyio.create_task_group() as tg:
             tg.start_soon(sweep_forever)
             await uvicorn.Server(config).serve(sockets=[sock])
