@@ -104,9 +104,9 @@ class EpisodeFiles:
             except FileExistsError:
                 trial += 1
                 continue
-            except FileNotFoundError:  # the first episode, or events/ removed since: made (again) as a run makes it
+            except FileNotFoundError:  # the first episode, or events/ removed since: made (again), then tried again
                 os.makedirs(self._events, exist_ok=True)
-                fd = os.open(path, flags, 0o666)  # a name taken meanwhile raises: recorded as a failure to write
+                continue
             self._next = trial + 1
             return trial, fd
 
