@@ -71,6 +71,8 @@ class Connection(asyncio.Protocol):
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._size = 0
+        self._declared: bytes | None = None  # its Content-Length
+        self._expect = False  # whether it waits for 100 Continue before its body
         self._answered = False  # answered before its body was in (too large): the rest of it is not read
         # The response being written.
         self._started = False
@@ -126,20 +128,27 @@ class Connection(asyncio.Protocol):
         self._body = []
         self._size = 0
         self._answered = False
+        self._declared = None
+        self._expect = False
 
     def on_url(self, url: bytes) -> None:
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name.lower(), value))
+        name = name.lower()
+        if name == b"content-length":
+            self._declared = value
+        elif name == b"expect":
+            self._expect = value.lower() == b"100-continue"
+        self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        declared = next((v for n, v in self._headers if n == b"content-length"), None)
+        declared = self._declared
         if declared is not None and declared.strip().isdigit() and int(declared) > MAX_BODY:
             self._answer()  # the gate refuses it on the declared length alone (413), and the body is never read
             self._answered = True
             self._close()
-        elif any(n == b"expect" and v.lower() == b"100-continue" for n, v in self._headers):
+        elif self._expect:
             self._write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
@@ -211,13 +220,19 @@ class Connection(asyncio.Protocol):
         if kind == "http.response.start":
             self._started = True
             head = [_status_line(message["status"])]
-            for name, value in (*self._state.default_headers, *message.get("headers", ())):
-                if name.lower() == b"content-length":
+            headers = message.get("headers", ())
+            if self._state.default_headers:
+                headers = [*self._state.default_headers, *headers]
+            said_connection = False
+            for name, value in headers:  # names in lower case, as ASGI has them
+                if name == b"content-length":
                     self._length = int(value)
-                elif name.lower() == b"connection" and b"close" in value.lower():
-                    self._keep = False
+                elif name == b"connection":
+                    said_connection = True
+                    if b"close" in value.lower():
+                        self._keep = False
                 head += (name, b": ", value, b"\r\n")
-            if not self._keep and not any(n.lower() == b"connection" for n, _ in message.get("headers", ())):
+            if not self._keep and not said_connection:
                 head.append(b"connection: close\r\n")
             self._head = head
         elif kind == "http.response.body" and self._head is not None:
