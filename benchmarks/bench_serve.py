@@ -1,7 +1,8 @@
 """Server CPU per MCP tool call of ``simworld serve --transport http``, under load from the official MCP client.
 
 Run: python benchmarks/bench_serve.py [--old DIR] [--sessions 20,50,200] [--seconds 20] [--rounds 1]
-                                       [--clients 2] [--open-loop] [--out benchmarks/results/serve.json]
+                                       [--clients 2] [--open-loop] [--raw] [--nice N] [--instructions N]
+                                       [--out benchmarks/results/serve.json]
 
 A server process is started per (tree, level) with ``simworld serve --transport http --scenario
 split-balance-three-ways --seed 3 --out TMP``; ``--old DIR`` adds the tree at DIR (e.g. a checkout of the
@@ -34,9 +35,9 @@ the client's, not the server's.
 the official client plays N episodes one after another, after one warm-up episode; the server's instructions for
 those N episodes, less a run with none, divided by their tool calls, are its instructions per tool call. Unlike CPU
 time, which moves by tens of percent with the machine's other work (and with how many requests the server finds
-at each wake-up), the count is the same run after run (to a few thousand instructions: session ids are random),
-so it shows a change between trees that the CPU figures cannot. It counts the server's own code, not the kernel's
-(socket and file system calls), and one session at a time, so no request shares a wake-up with another.
+at each wake-up), the count is the same run after run to about 1% (session ids are random, and collections fall
+where they fall), so it shows a change between trees that the CPU figures cannot. It counts the server's own code,
+not the kernel's (socket and file system calls), and one session at a time, so no request shares a wake-up with another.
 
 The machine is shared and has few cores, so absolute figures are noisy; the ratio between trees in one run is
 the figure to quote. ``--nice N`` (negative needs root) runs every server and client process at priority N so
