@@ -46,8 +46,8 @@ why, graded and written like any other. An episode whose time budget runs out wi
 Two differences from ``simworld run``, both forced by a remote agent:
 
 - The scenario's ``timeout_s`` (real seconds) counts from the session's first tool call, not from when it
-  opened: the environment is reset again at that call, which rebuilds the same world (a reset is
-  deterministic).
+  opened: the environment is reset at that call (a session that leaves before any call is reset as it leaves;
+  a reset is deterministic, so either is the same world).
 - In a recovery scenario the call at which the runner lets the agent die is answered with a tool error
   saying the session was interrupted and the call may or may not have taken effect, with the session log
   so far (the ``history`` a resumed simworld agent is given). The episode goes on over the real world.
