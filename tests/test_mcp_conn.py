@@ -1,7 +1,8 @@
 """`simworld serve --transport http` per connection: HTTP/1.1 bytes in, the gate's answers out (serve_conn).
 
-Each test feeds raw bytes to one :class:`~simworld._edges.serve_conn.Connection` over a recording transport (no
-socket, no uvicorn) and reads back exactly what it wrote; the gate behind it is the real one, over fresh episodes.
+Each test feeds raw bytes to one :class:`~simworld._edges.serve_conn.Connection` over a recording transport and a
+loop that only records its timers (no socket, no uvicorn, no real time) and reads back exactly what it wrote; the
+gate behind it is the real one, over fresh episodes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -83,17 +84,41 @@ def responses(data: bytes) -> list[tuple[int, dict[bytes, bytes], bytes]]:
     return out
 
 
+class Timer:
+    """A timer the loop below was asked for: its delay and callback, and whether it was cancelled."""
+
+    def __init__(self, delay: float, callback: Callable[[], None]) -> None:
+        self.delay, self.callback, self.cancelled = delay, callback, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Loop:
+    """Records the timers a connection sets, to be fired by hand."""
+
+    def __init__(self) -> None:
+        self.timers: list[Timer] = []
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        self.timers.append(Timer(delay, callback))
+        return self.timers[-1]
+
+    def pending(self) -> list[Timer]:
+        return [t for t in self.timers if not t.cancelled]
+
+
 class Wire:
     """A connection to a fresh gate, with its transport and loop."""
 
-    def __init__(self, out: Path | None = None, app: Any = None, keep_alive_s: float = 5.0,
+    def __init__(self, out: Path | None = None, keep_alive_s: float = 5.0,
                  on_write: Callable[[bytes], None] | None = None) -> None:
         self.sessions = EpisodeSessions(SPLIT, SEED, out, idle_timeout_s=60.0)
-        self.app = app or HttpGate(self.sessions, Rpc(self.sessions, "0"))
-        self.loop = asyncio.new_event_loop()
+        self.gate = HttpGate(self.sessions, Rpc(self.sessions, "0"))
+        self.loop = Loop()
         self.state = SimpleNamespace(connections=set(), default_headers=[], total_requests=0)
-        self.conn = Connection(self.app, config=SimpleNamespace(timeout_keep_alive=keep_alive_s),
-                               server_state=self.state, app_state={}, _loop=self.loop)
+        self.conn = Connection(self.gate, config=SimpleNamespace(timeout_keep_alive=keep_alive_s),
+                               server_state=self.state, app_state={}, _loop=cast(Any, self.loop))
         self.transport = Transport(on_write)
         self.conn.connection_made(self.transport)
 
@@ -113,9 +138,7 @@ class Wire:
 @pytest.fixture
 def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[Wire]:
     monkeypatch.setattr("sys.stderr", io.StringIO())
-    made = Wire()
-    yield made
-    made.loop.close()
+    yield Wire()
 
 
 class TestRequests:
@@ -170,7 +193,6 @@ class TestClosing:
             wire = Wire()
             ((status, headers, _),) = wire.feed(raw)
             assert status == 405 and headers[b"connection"] == b"close" and wire.transport.closed
-            wire.loop.close()
 
     def test_a_request_that_is_not_http_is_400_and_closed(self, wire: Wire) -> None:
         """Bytes that do not parse as HTTP are answered 400 and the connection is closed."""
@@ -196,57 +218,41 @@ class TestClosing:
         answers = wire.feed(head, *[chunk] * 5)
         assert [status for status, _, _ in answers] == [413] and wire.transport.closed
 
-    def test_an_exception_in_the_app_is_500_and_closed(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """An app that raises before answering gets the client a 500 and a closed connection, never silence."""
-        monkeypatch.setattr("sys.stderr", io.StringIO())
+    def test_an_exception_while_answering_is_500_and_closed(self, wire: Wire,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+        """A bug in answering a request gets the client a 500 and a closed connection, never silence."""
+        sid = wire.open()
 
-        async def broken(scope: Any, receive: Any, send: Any) -> None:
+        def broken(headers: Any, body: Any) -> Any:
             raise ValueError("a bug")
 
-        wire = Wire(app=broken)
-        ((status, headers, body),) = wire.feed(request())
+        monkeypatch.setattr(wire.gate, "post", broken)
+        ((status, headers, body),) = wire.feed(request(sid=sid))
         assert (status, headers[b"connection"], body) == (500, b"close", b"Internal Server Error")
         assert wire.transport.closed
-        wire.loop.close()
 
-    def test_an_app_that_waits_is_finished_when_what_it_awaits_is_done(self) -> None:
-        """An app that awaits something that is not done yet is answered once it is (as a task would be)."""
-        wire_ready = asyncio.new_event_loop()
-
-        async def slow(scope: Any, receive: Any, send: Any) -> None:
-            await asyncio.sleep(0)
-            await asyncio.sleep(0.001)
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json")]})
-            await send({"type": "http.response.body", "body": b"{}"})
-
-        state = SimpleNamespace(connections=set(), default_headers=[], total_requests=0)
-        conn = Connection(slow, config=SimpleNamespace(timeout_keep_alive=5.0), server_state=state, app_state={},
-                          _loop=wire_ready)
-        transport = Transport()
-        conn.connection_made(transport)
-        conn.data_received(request())
-        assert transport.writes == []
-        wire_ready.run_until_complete(asyncio.sleep(0.05))
-        ((status, headers, body),) = responses(b"".join(transport.writes))
-        assert (status, headers[b"content-length"], body) == (200, b"2", b"{}")
-        wire_ready.close()
-
-    def test_an_idle_connection_is_closed_after_the_keep_alive_time(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """A connection that sends nothing for timeout_keep_alive after an answer is closed; one that sends in
-        time is not."""
-        monkeypatch.setattr("sys.stderr", io.StringIO())
-        wire = Wire(keep_alive_s=0.02)
-        sid = wire.open()
-        wire.loop.run_until_complete(asyncio.sleep(0.005))
-        wire.feed(request(sid=sid))
-        wire.loop.run_until_complete(asyncio.sleep(0.005))
+    def test_head_is_answered_without_a_body(self, wire: Wire) -> None:
+        """HEAD gets the status and headers (with the length a body would have) and no body; the connection is
+        kept."""
+        wire.feed(request("HEAD", b""))
+        (written,) = wire.transport.writes
+        head, _, rest = written.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 405 ") and b"content-length: " in head and rest == b""
         assert not wire.transport.closed
-        wire.loop.run_until_complete(asyncio.sleep(0.05))
+
+    def test_an_idle_connection_is_closed_after_the_keep_alive_time(self, wire: Wire) -> None:
+        """Each answer sets one timer of timeout_keep_alive that closes the connection; a request before it fires
+        cancels it."""
+        sid = wire.open()
+        (first,) = wire.loop.pending()
+        assert first.delay == 5.0
+        wire.feed(request(sid=sid) + request(sid=sid))  # two answers in one read: one timer left, the last one's
+        (last,) = wire.loop.pending()
+        assert first.cancelled and last is not first and not wire.transport.closed
+        last.callback()
         assert wire.transport.closed
         wire.conn.connection_lost(None)
         assert wire.state.connections == set()
-        wire.loop.close()
 
     def test_shutdown_closes_the_connection(self, wire: Wire) -> None:
         """When the server stops, every connection is closed (no request is ever half answered)."""
@@ -274,4 +280,3 @@ class TestRecording:
         assert (line["outcome"], line["trial"]) == ("decline", 0)
         assert (out / "events" / f"{SCENARIO}__seed-{SEED}.jsonl").stat().st_size > 0
         wire.sessions.close_all("done")
-        wire.loop.close()

@@ -39,7 +39,7 @@ from simworld._edges.serve_rpc import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERR
 from simworld._world.clock import wall_monotonic
 from simworld.errors import SimworldError
 
-__all__ = ["HttpGate", "ServeError", "bind", "check_access", "installed", "is_loopback"]
+__all__ = ["Answer", "HttpGate", "ServeError", "bind", "check_access", "installed", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -141,6 +141,16 @@ def _error(status: int, code: int, message: str, request_id: Any = None) -> tupl
     return status, RpcError(code, message).body(request_id)
 
 
+#: An answer: its status, body and headers beyond Content-Type and Content-Length, and the session whose ended
+#: episode, if any, is to be recorded once the answer is sent.
+Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...], Any]
+
+
+def _refusal(status: int, message: str, *extra: tuple[bytes, bytes]) -> Answer:
+    """A request refused before any session is touched: an invalid-request JSON-RPC error with no id."""
+    return status, RpcError(INVALID_REQUEST, message).body(None), extra, None
+
+
 def _accepts_json(accept: bytes | None) -> bool:
     """Whether an Accept header admits ``application/json`` (or a wildcard that covers it)."""
     if accept is None:
@@ -224,64 +234,62 @@ class HttpGate:
             await send({"type": "websocket.close", "code": 1008})
             return
         headers = dict(scope.get("headers") or ())
-        if self._token is not None and not self._authorized(headers.get(b"authorization")):
-            await _send(send, 401, _UNAUTHORIZED, (b"www-authenticate", b'Bearer realm="simworld"'))
-            return
-        if scope["path"] != PATH:
-            await _send(send, *_error(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {PATH}"))
-            return
-        if self._loopback:
-            host, origin = headers.get(b"host"), headers.get(b"origin")
-            if host is None or not self._loopback_host(host):
-                await _send(send, *_error(421, INVALID_REQUEST, "Invalid Host header: this server answers to "
-                                          "127.0.0.1, localhost or [::1] only"))
-                return
-            if origin is not None and not self._loopback_page(origin):
-                await _send(send, *_error(403, INVALID_REQUEST, "Invalid Origin header: this server answers "
-                                          "pages from 127.0.0.1, localhost or [::1] only"))
-                return
-        method = scope["method"]
-        if method == "POST":
-            await self._post(headers, receive, send)
-        elif method == "DELETE":
-            status, body = self._delete(headers)
-            await _send(send, status, body)
-        elif method == "GET":  # this server opens no stream of its own, as the transport allows
-            # No body: a client that gives up on the stream without reading one can keep the connection.
-            await _send(send, 405, b"", _ALLOW)
-        else:
-            await _send(send, *_error(405, INVALID_REQUEST, f"Method Not Allowed: {method}; use POST (and DELETE "
-                                      "to end a session)"), _ALLOW)
-
-    async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
-        accept = headers.get(b"accept")
-        if accept is None or not self._accepts_json(accept):
-            await _send(send, *_error(406, INVALID_REQUEST, "Not Acceptable: the Accept header must include "
-                                      "application/json"))
-            return
-        if not self._is_json(headers.get(b"content-type", b"")):
-            await _send(send, *_error(415, INVALID_REQUEST, "Unsupported Media Type: send the JSON-RPC message "
-                                      "with Content-Type: application/json"))
-            return
-        body = await _read_body(headers, receive)
-        if body is None:
-            await _send(send, *_error(413, INVALID_REQUEST, f"Request body too large: the limit is {MAX_BODY} "
-                                      "bytes"))
-            return
-        extra: tuple[tuple[bytes, bytes], ...] = ()
-        status, answer = self._answer(headers, body)
-        session = None
-        if isinstance(answer, tuple):  # a session was opened (its id to name), or a message within one answered
-            answer, session = answer
-            if isinstance(session, str):
-                extra = ((SESSION_HEADER, session.encode()),)
-                session = None
-        await _send(send, status, answer, *extra)
+        answer = self.screen(scope["method"], scope["path"], headers)
+        if answer is None:
+            answer = self.post(headers, await _read_body(receive))
+        status, body, extra, session = answer
+        await _send(send, status, body, *extra)
         # An episode this message ended is graded and written only now, its reply sent: the agent never sees the
         # grade, so its call need not wait for it. Still in the same turn of the event loop as the reply (unless the
         # write had to wait for a slow reader), so episodes are recorded in the order they end.
         if session is not None:
             session.record()
+
+    def screen(self, method: str, path: str, headers: dict[bytes, bytes]) -> Answer | None:
+        """The answer to a request that its method, path and headers settle (a refusal, or anything but a POST), or
+        None for a POST whose body is to be read and answered by :meth:`post`. ``headers`` names in lower case."""
+        if self._token is not None and not self._authorized(headers.get(b"authorization")):
+            return 401, _UNAUTHORIZED, ((b"www-authenticate", b'Bearer realm="simworld"'),), None
+        if path != PATH:
+            return _refusal(404, f"Not Found: the MCP endpoint is {PATH}")
+        if self._loopback:
+            host, origin = headers.get(b"host"), headers.get(b"origin")
+            if host is None or not self._loopback_host(host):
+                return _refusal(421, "Invalid Host header: this server answers to 127.0.0.1, localhost or [::1] only")
+            if origin is not None and not self._loopback_page(origin):
+                return _refusal(403, "Invalid Origin header: this server answers pages from 127.0.0.1, localhost or "
+                                "[::1] only")
+        if method == "POST":
+            accept = headers.get(b"accept")
+            if accept is None or not self._accepts_json(accept):
+                return _refusal(406, "Not Acceptable: the Accept header must include application/json")
+            if not self._is_json(headers.get(b"content-type", b"")):
+                return _refusal(415, "Unsupported Media Type: send the JSON-RPC message with Content-Type: "
+                                "application/json")
+            declared = headers.get(b"content-length")
+            if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+                return self.post(headers, None)
+            return None
+        if method == "DELETE":
+            status, body = self._delete(headers)
+            return status, body, (), None
+        if method == "GET":  # this server opens no stream of its own, as the transport allows
+            # No body: a client that gives up on the stream without reading one can keep the connection.
+            return 405, b"", (_ALLOW,), None
+        return _refusal(405, f"Method Not Allowed: {method}; use POST (and DELETE to end a session)", _ALLOW)
+
+    def post(self, headers: dict[bytes, bytes], body: bytes | None) -> Answer:
+        """The answer to a POSTed JSON-RPC message that :meth:`screen` let through (``body`` None: larger than
+        :data:`MAX_BODY`), with the session to record once it is sent."""
+        if body is None:
+            return _refusal(413, f"Request body too large: the limit is {MAX_BODY} bytes")
+        status, answer = self._answer(headers, body)
+        if not isinstance(answer, tuple):
+            return status, answer, (), None
+        answer, session = answer
+        if isinstance(session, str):  # a session was opened: name it
+            return status, answer, ((SESSION_HEADER, session.encode()),), None
+        return status, answer, (), session  # a message within a session was answered
 
     def _answer(self, headers: dict[bytes, bytes], body: bytes) -> tuple[int, Any]:
         """The status and body answering one POSTed JSON-RPC message, with the id of the session it opened or the
@@ -367,11 +375,9 @@ class HttpGate:
                 return
 
 
-async def _read_body(headers: dict[bytes, bytes], receive: Receive) -> bytes | None:
-    """The request's body, or None when it is larger than :data:`MAX_BODY`."""
-    declared = headers.get(b"content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-        return None
+async def _read_body(receive: Receive) -> bytes | None:
+    """The request's body, or None when it is larger than :data:`MAX_BODY` (a declared length over it is refused
+    before, by :meth:`HttpGate.screen`)."""
     message = await receive()
     body = message.get("body", b"")
     if message.get("more_body"):
