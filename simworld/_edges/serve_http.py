@@ -19,7 +19,9 @@
   answers is :mod:`simworld._edges.serve_rpc`. An episode that a call ends is graded and written once the reply
   to that call has been sent (:meth:`~simworld._edges.serve.EpisodeSession.record`).
 
-Nothing here imports the MCP SDK, Starlette or uvicorn: the app is a plain ASGI callable.
+Nothing here imports the MCP SDK, Starlette or uvicorn: the app is a plain ASGI callable over two plain functions
+of a request, :meth:`HttpGate.screen` and :meth:`HttpGate.post`, which :mod:`simworld._edges.serve_conn` calls
+directly for each request it reads.
 """
 
 from __future__ import annotations
