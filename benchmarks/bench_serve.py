@@ -1,7 +1,8 @@
 """Server CPU per MCP tool call of ``simworld serve --transport http``, under load from the official MCP client.
 
 Run: python benchmarks/bench_serve.py [--old DIR] [--sessions 20,50,200] [--seconds 20] [--rounds 1]
-                                       [--clients 2] [--open-loop] [--out benchmarks/results/serve.json]
+                                       [--clients 2] [--open-loop] [--raw] [--nice N] [--instructions N]
+                                       [--out benchmarks/results/serve.json]
 
 A server process is started per (tree, level) with ``simworld serve --transport http --scenario
 split-balance-three-ways --seed 3 --out TMP``; ``--old DIR`` adds the tree at DIR (e.g. a checkout of the
@@ -30,6 +31,14 @@ one burst per episode: a queue that the schedule made, not the offered rate.) Ea
 how late its own event loop wakes from a 5 ms sleep (``client_lag_ms``): the part of a call's latency that may be
 the client's, not the server's.
 
+**Instructions** (``--instructions N``): the server runs under valgrind (cachegrind, no cache simulation) and
+the official client plays N episodes one after another, after one warm-up episode; the server's instructions for
+those N episodes, less a run with none, divided by their tool calls, are its instructions per tool call. Unlike CPU
+time, which moves by tens of percent with the machine's other work (and with how many requests the server finds
+at each wake-up), the count is the same run after run to about 1% (session ids are random, and collections fall
+where they fall), so it shows a change between trees that the CPU figures cannot. It counts the server's own code,
+not the kernel's (socket and file system calls), and one session at a time, so no request shares a wake-up with another.
+
 The machine is shared and has few cores, so absolute figures are noisy; the ratio between trees in one run is
 the figure to quote. ``--nice N`` (negative needs root) runs every server and client process at priority N so
 that the machine's other work does not stand in the latency: each in a session of its own whose autogroup gets
@@ -43,7 +52,9 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -55,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from _record import commit_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = "split-balance-three-ways"
@@ -93,22 +105,25 @@ def _rss_mb(pid: int) -> float:
 
 
 class Server:
-    """``simworld serve --transport http`` of the tree at ``tree``, in its own process."""
+    """``simworld serve --transport http`` of the tree at ``tree``, in its own process (under ``wrapper``, e.g.
+    valgrind, if given)."""
 
-    def __init__(self, tree: Path, out: Path, nice: int = 0) -> None:
+    def __init__(self, tree: Path, out: Path, nice: int = 0, wrapper: tuple[str, ...] = ()) -> None:
         self.port = _free_port()
         self.out = out
         self.log = out.parent / f"{out.name}.log"
         env = {**os.environ, "PYTHONPATH": str(tree)}
         env.pop("SIMWORLD_TOKEN", None)
+        if wrapper:
+            env["PYTHONHASHSEED"] = "0"
         with self.log.open("wb") as sink:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "simworld", "serve", "--transport", "http", "--port", str(self.port),
-                 "--scenario", SCENARIO, "--seed", str(SEED), "--out", str(out)],
+                [*wrapper, sys.executable, "-m", "simworld", "serve", "--transport", "http", "--port",
+                 str(self.port), "--scenario", SCENARIO, "--seed", str(SEED), "--out", str(out)],
                 cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, start_new_session=bool(nice))
         if nice:
             _prioritise(self.proc.pid, nice)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + (600 if wrapper else 60)
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the server exited: {self.log.read_text()}")
@@ -124,8 +139,8 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    def stop(self) -> None:
-        self.proc.terminate()
+    def stop(self, how: signal.Signals = signal.SIGTERM) -> None:
+        self.proc.send_signal(how)
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -222,6 +237,9 @@ def client_main(spec: dict[str, Any]) -> dict[str, Any]:
     steps, variables = _solution()
     _freeze()
     url, until = spec["url"], spec["until"]
+    if spec.get("episodes") is not None:  # episodes one after another, for the instruction count
+        anyio.run(_episodes_in_turn, url, steps, variables, spec["episodes"])
+        return {}
     expected: list[str] | None = spec.get("expected")
     interval: float | None = spec.get("interval")  # open loop: seconds between one slot's calls
     calls = _Calls()
@@ -367,6 +385,14 @@ def raw_client_main(spec: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+async def _episodes_in_turn(url: str, steps: list[Any], variables: dict[str, Any], episodes: int) -> None:
+    import httpx2
+
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0)) as client:
+        for _ in range(episodes):
+            await _episode(client, url, steps, variables, _Calls())
+
+
 async def _episode_alone(url: str, steps: list[Any], variables: dict[str, Any]) -> list[str]:
     import httpx2
 
@@ -481,6 +507,34 @@ def measure(tree: Path, work: Path, sessions: int, seconds: float, warmup: float
     }
 
 
+def instructions(tree: Path, work: Path, episodes: int) -> float:
+    """The server's instructions per tool call (valgrind's count): ``episodes`` episodes of the official client one
+    after another, less none, over their tool calls; each server plays one warm-up episode first, so what it builds
+    at its first episode is left out, as the CPU figures leave it out."""
+    def client(url: str, n: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, __file__, "--client", orjson.dumps({
+            "url": url, "sessions": 1, "until": 0, "episodes": n}).decode()], stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    def counted(n: int) -> int:
+        out = work / f"counted-{tree.name}-{n}-{time.monotonic_ns()}"
+        server = Server(tree, out, wrapper=("valgrind", "--tool=cachegrind", "--cache-sim=no",
+                                            "--cachegrind-out-file=/dev/null"))
+        try:
+            for run in (1, n):
+                _collect([client(server.url, run)])
+        finally:
+            server.stop(signal.SIGINT)  # a clean exit, after which valgrind writes its count
+        found = re.search(r"I\s+refs:\s+([\d,]+)", server.log.read_text())
+        shutil.rmtree(out, ignore_errors=True)
+        if found is None:
+            raise SystemExit(f"valgrind run of {tree}'s server gave no count: {server.log.read_text()[-2000:]}")
+        return int(found.group(1).replace(",", ""))
+
+    steps, _ = _solution()
+    return (counted(episodes) - counted(0)) / (episodes * len(steps))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--old", type=Path, help="a second tree to measure, alternating with this one")
@@ -499,14 +553,19 @@ def main() -> None:
     parser.add_argument("--nice", type=int, default=0,
                         help="the scheduling priority of every server and client process (e.g. -10, as root), so "
                              "that a loaded machine's other processes do not stand in the latency")
+    parser.add_argument("--instructions", type=int, metavar="N", default=0,
+                        help="also count the server's instructions per tool call under valgrind over N episodes "
+                             "played one after another (deterministic; needs valgrind)")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client is not None:
         spec = orjson.loads(args.client)
         sys.stdout.buffer.write(orjson.dumps(raw_client_main(spec) if spec.get("raw") else client_main(spec)))
         return
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind)")
     trees = {"new": args.new.resolve()} | ({"old": args.old.resolve()} if args.old else {})
-    levels = [int(n) for n in args.sessions.split(",")]
+    levels = [int(n) for n in args.sessions.split(",") if n]
     runs: list[dict[str, Any]] = []
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     try:
@@ -536,6 +595,13 @@ def main() -> None:
                     tree, work, 50, args.seconds, args.warmup, 1, rate=capacity / 2, raw=True, nice=args.nice)
                 runs.append(run)
                 print(orjson.dumps(run).decode(), flush=True)
+        counts: dict[str, Any] = {}
+        if args.instructions:
+            for name, tree in trees.items():
+                counts[name] = round(instructions(tree, work, args.instructions))
+                print(f"{name}: {counts[name]:,} server instructions per tool call", flush=True)
+            if args.old:
+                counts["ratio_new_over_old"] = round(counts["new"] / counts["old"], 3)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary: dict[str, Any] = {}
@@ -559,10 +625,12 @@ def main() -> None:
             return "OLD_TREE"
         return str(out.relative_to(ROOT)) if Path(arg).resolve() == out and out.is_relative_to(ROOT) else arg
 
-    argv = [shown(a) for a in sys.argv[1:]]
+    argv = [shown(a) if a else '""' for a in sys.argv[1:]]
     document = {"command": "python benchmarks/bench_serve.py " + " ".join(argv),
-                "cpus": os.cpu_count(), "scenario": SCENARIO, "seed": SEED,
-                "server_cpu_ms_per_call": summary, "runs": runs}
+                "cpus": os.cpu_count(), "commits": {name: commit_of(tree) for name, tree in trees.items()},
+                "scenario": SCENARIO, "seed": SEED,
+                "server_cpu_ms_per_call": summary,
+                **({"server_instructions_per_call": counts} if counts else {}), "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
     print(orjson.dumps(summary).decode())

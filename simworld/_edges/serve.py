@@ -46,8 +46,8 @@ why, graded and written like any other. An episode whose time budget runs out wi
 Two differences from ``simworld run``, both forced by a remote agent:
 
 - The scenario's ``timeout_s`` (real seconds) counts from the session's first tool call, not from when it
-  opened: the environment is reset again at that call, which rebuilds the same world (a reset is
-  deterministic).
+  opened: the environment is reset at that call (a session that leaves before any call is reset as it leaves;
+  a reset is deterministic, so either is the same world).
 - In a recovery scenario the call at which the runner lets the agent die is answered with a tool error
   saying the session was interrupted and the call may or may not have taken effect, with the session log
   so far (the ``history`` a resumed simworld agent is given). The episode goes on over the real world.
@@ -58,30 +58,22 @@ without it :func:`serve` raises :class:`MissingDependency`.
 
 from __future__ import annotations
 
+import functools
 import gc
-import os
 import signal
 import sys
 import threading
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from simworld._edges.serve_conn import Connection
 from simworld._edges.serve_http import ENDED_BY_SERVER, HttpGate, ServeError, bind, check_access, installed
 from simworld._edges.serve_rpc import Rpc, tool_entries
-from simworld._episode.environment import Environment
-from simworld._episode.episode import Episode
-from simworld._episode.judge import graded_line
-from simworld._running.job import event_file_name, finish_episode, harness_line
-from simworld._running.rundir import EVENTS, RESULTS, ResultsFile
+from simworld._edges.serve_sessions import EpisodeSession, EpisodeSessions, Reply, log_line
 from simworld._running.runner import simworld_version
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import wall_monotonic
-from simworld._world.state import canonical_bytes
-from simworld._world.tools import TOOLS, Kind
-from simworld.errors import MissingDependency, describe_exception
+from simworld.errors import MissingDependency
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -100,259 +92,6 @@ ENDED_BY_DISCONNECT = "the client disconnected before a terminal call"
 _MISSING_MCP = "simworld serve requires the optional dependency mcp. Install with: pip install 'simworld[mcp]'"
 _NO_SESSION = ("This server plays one episode per MCP session, and this call belongs to none: open a session "
                "(initialize) and call the tools within it.")
-
-
-@attrs.frozen
-class Reply:
-    """The answer to one tool call, independent of MCP: text blocks, structured content, and whether it failed."""
-
-    texts: tuple[str, ...]
-    structured: dict[str, Any] | None
-    is_error: bool
-
-
-def _json(value: Any) -> str:
-    return canonical_bytes(value).decode()
-
-
-def _log(message: str) -> None:
-    """One line on stderr (stdout is the stdio transport's wire)."""
-    sys.stderr.write(f"simworld serve: {message}\n")
-    sys.stderr.flush()
-
-
-def _instructions(scenario: Scenario, env: Environment) -> str:
-    """What the client is told: the tools that end the conversation, the policy text and the request."""
-    terminal = [n for n in scenario.tools if TOOLS[n].kind is Kind.TERMINAL]
-    return ("You are handling a customer's request at a billing desk with this server's tools. "
-            f"The conversation ends when you call one of: {', '.join(terminal)}.\n\n"
-            f"{env.policy_text}\n\n"
-            f"The customer's request:\n\n{env.request}")
-
-
-class Trials:
-    """Claims trial numbers for the episodes of one (scenario, seed) written to one ``--out``.
-
-    A number is claimed by creating its event file empty (``O_EXCL``), so numbers are distinct for every episode,
-    even across ``serve`` processes sharing one ``--out``. The search starts past the last number this server
-    claimed, so the thousandth episode costs one ``open`` like the first, not a thousand.
-    """
-
-    def __init__(self) -> None:
-        self._next = 0
-
-    def claim(self, events: Path, scenario_id: str, seed: int) -> int:
-        """The first unclaimed trial number from the last one claimed here on, now claimed."""
-        events.mkdir(parents=True, exist_ok=True)
-        trial = self._next
-        while True:
-            try:
-                os.close(os.open(events / event_file_name(scenario_id, seed, trial),
-                                 os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-                self._next = trial + 1
-                return trial
-            except FileExistsError:
-                trial += 1
-
-
-class EpisodeSession:
-    """One episode driven call by call by a remote agent: steps, seals, grades and writes it.
-
-    The MCP layer only translates; everything simworld-specific is here. A call that ends the episode seals it
-    (the reply says why it ended) but leaves the grading and writing to :meth:`record`, which the transport calls
-    once the reply is on its way: the agent never sees the grade, so it need not wait for it, and neither need the
-    other sessions' calls queued behind it for longer than the grading itself.
-    """
-
-    def __init__(self, scenario: Scenario, seed: int, out: Path | None = None, *, number: int = 0,
-                 trials: Trials | None = None) -> None:
-        self.scenario = scenario
-        self.seed = seed
-        self.out = out
-        self._trials = Trials() if trials is None else trials
-        #: The session's number in its server, from 0 (for the operator's log lines).
-        self.number = number
-        self.env = Environment(scenario, seed, agent_name="mcp")
-        self.env.reset()
-        self._started = False
-        #: The result line once the episode has ended (a harness failure is its ``harness_error``).
-        self.result: dict[str, Any] | None = None
-        self.seal_error: str | None = None
-        #: Why the episode ended, once it has.
-        self.stop_reason: str | None = None
-        #: The sealed episode, from its end until :meth:`record` grades and writes it.
-        self._ended: Episode | None = None
-        #: The real time of the session's last HTTP request (for the idle sweep).
-        self.last_active = wall_monotonic()
-        self.instructions = _instructions(scenario, self.env)
-
-    @property
-    def tool_schemas(self) -> tuple[dict[str, Any], ...]:
-        """The scenario's tool schemas (``name``, ``description``, ``parameters``), in simworld's order."""
-        return self.env.tool_schemas
-
-    def call(self, name: str, arguments: dict[str, Any] | None) -> Reply:
-        """Apply one tool call to the episode and say what the agent gets back. A call that ends the episode seals
-        it; :meth:`record` then grades and writes it."""
-        env = self.env
-        if env.done:
-            return Reply((f"The episode is over ({self._why_over()}); no further calls are accepted.",),
-                         {"status": "error", "error": "episode over"}, True)
-        if not self._started:
-            # The scenario's wall-clock budget counts from the agent's first call, not from server start.
-            env.reset()
-            self._started = True
-        observation, done = env.step({"tool": name, "args": {} if arguments is None else arguments})
-        if observation.resumed:
-            history = list(observation.history)
-            reply = Reply(("The session was interrupted during this call: it may or may not have taken effect. "
-                           "Check the records before you retry. The session log so far: " + _json(history),),
-                          {"status": "error", "error": "session interrupted", "history": history}, True)
-        elif observation.last_status == "ok":
-            result = observation.last_result
-            reply = Reply((_json(result),), result if isinstance(result, dict) else None, False)
-        else:
-            message = observation.last_result.get("error", "") if isinstance(observation.last_result, dict) else ""
-            message = str(message or observation.last_result)
-            reply = Reply((message,), {"status": observation.last_status, "error": message}, True)
-        if done:
-            self._seal()
-            reply = attrs.evolve(reply, texts=(*reply.texts, f"The episode is over ({self._why_over()}); "
-                                                             "no further calls are accepted."))
-        return reply
-
-    def leave(self, why: str) -> None:
-        """End the episode because its client left before a terminal call: ``stop_reason: "agent_stopped"``
-        with ``why`` as its ``error``, graded and written like any other episode. An episode that has ended is
-        only recorded, if it is not yet."""
-        if not self.env.done:
-            self.env.step(None)
-            self._seal(why)
-        self.record()
-
-    def expire(self) -> bool:
-        """End the episode as ``timeout`` if its time budget, counted from its first call, is spent with no
-        terminal call (as ``simworld run`` abandons an agent that stalls); whether it did."""
-        if self.env.done or not self._started or self.env.remaining_s >= 0:
-            return False
-        self.env.time_out(f"no terminal call within the scenario's timeout_s ({self.scenario.timeout_s:g} s) "
-                          "of the first call")
-        self._seal()
-        self.record()
-        return True
-
-    def _why_over(self) -> str:
-        return {"terminal": "a terminal tool ended it", "max_steps": "the step budget is spent",
-                "timeout": "the time budget is spent", "agent_stopped": "the client left before a terminal call",
-                }.get(self.stop_reason or "", str(self.stop_reason))
-
-    def _seal(self, error: str | None = None) -> None:
-        """Seal the ended episode (with ``error`` as its error, if given) for :meth:`record`; a failure is logged,
-        never sent to the client."""
-        try:
-            episode: Episode = self.env.episode()
-        except Exception as exc:  # nothing to grade: the operator's to see
-            self._log_failure("could not seal the episode", exc)
-            return
-        if error is not None:
-            episode = attrs.evolve(episode, error=error)
-        self.stop_reason = episode.stop_reason
-        self._ended = episode
-
-    def record(self) -> None:
-        """Grade the sealed episode and (with ``out``) write it as ``simworld run`` does: its trial claimed, its event
-        file, then its result line appended whole. Nothing if no episode awaits it. A harness failure becomes the
-        line's ``harness_error`` and is logged, never sent to the client."""
-        episode, self._ended = self._ended, None
-        if episode is None:
-            return
-        scenario, seed, out = self.scenario, self.seed, self.out
-        try:
-            trial = self._trials.claim(out / EVENTS, scenario.id, seed) if out is not None else 0
-        except Exception as exc:  # nowhere to write: the operator's to see
-            self._log_failure("could not record the episode", exc)
-            return
-        try:
-            line = graded_line(scenario, episode, trial=trial)
-        except Exception as exc:  # a harness bug, or ground truth that does not play at this seed
-            line = harness_line(scenario.id, seed, trial, episode.agent, episode,
-                                "while grading: " + describe_exception(exc, frames=True), category=scenario.category)
-        finish_episode(scenario, episode, line, out, trial)
-        if out is not None:
-            try:
-                with ResultsFile(out / RESULTS) as results:
-                    results.append(canonical_bytes(line) + b"\n")
-            except OSError as exc:
-                self.seal_error = f"{type(exc).__name__}: {exc}"
-                _log(f"session {self.number}: could not append the result line to {out / RESULTS}: {exc}")
-        self.result = line
-        where = f"; written to {out}/ as trial {trial}" if out is not None and self.seal_error is None else ""
-        why = f" ({line['error']})" if line.get("error") else ""
-        _log(f"session {self.number}: {scenario.id} seed {seed}: outcome {line['outcome']}, stop "
-             f"{line['stop_reason']}{why}, {'PASS' if line['passed'] else 'FAIL'}, score {line['total']:.2f}{where}")
-
-    def _log_failure(self, what: str, exc: Exception) -> None:
-        self.seal_error = f"{type(exc).__name__}: {exc}"
-        _log(f"session {self.number}: {what}: {self.seal_error}\n{traceback.format_exc()}")
-
-
-class EpisodeSessions:
-    """The episodes of one served scenario and seed, one per MCP session, keyed by session.
-
-    Each is its own :class:`EpisodeSession` (its own Environment at the seed): sessions share the world's
-    starting state and nothing else. The instructions and tool list are the same for every session.
-    """
-
-    def __init__(self, scenario: Scenario, seed: int, out: Path | None = None,
-                 idle_timeout_s: float | None = None) -> None:
-        self.scenario = scenario
-        self.seed = seed
-        self.out = out
-        self.idle_timeout_s = idle_timeout_s
-        #: How many sessions have been opened.
-        self.opened = 0
-        self._open: dict[str, EpisodeSession] = {}
-        self._trials = Trials()
-        env = Environment(scenario, seed, agent_name="mcp")
-        env.reset()
-        self.instructions = _instructions(scenario, env)
-        #: The scenario's tool schemas (``name``, ``description``, ``parameters``), in simworld's order.
-        self.tool_schemas = env.tool_schemas
-
-    def open(self, key: str) -> EpisodeSession:
-        """Start the episode of a new session."""
-        session = EpisodeSession(self.scenario, self.seed, self.out, number=self.opened, trials=self._trials)
-        self.opened += 1
-        self._open[key] = session
-        return session
-
-    def __len__(self) -> int:
-        """How many sessions are open."""
-        return len(self._open)
-
-    def get(self, key: str | None) -> EpisodeSession | None:
-        """The episode of session ``key``, if it is open."""
-        return None if key is None else self._open.get(key)
-
-    def close(self, key: str, why: str) -> None:
-        """Forget session ``key``; an episode it left before a terminal call is recorded with ``why``."""
-        session = self._open.pop(key, None)
-        if session is not None:
-            session.leave(why)
-
-    def close_all(self, why: str) -> None:
-        """Close every open session (the server is stopping)."""
-        for key in list(self._open):
-            self.close(key, why)
-
-    def sweep(self, now: float) -> None:
-        """End what has run out of real time: an episode past its time budget (as ``timeout``), and, with
-        ``idle_timeout_s``, a session that has sent nothing for that long (as left)."""
-        for key, session in list(self._open.items()):
-            session.expire()
-            idle = self.idle_timeout_s
-            if idle is not None and now - session.last_active > idle:
-                self.close(key, f"the client left: no request for {idle:g} s")
 
 
 def _build_server(sessions: EpisodeSessions) -> Server[Any]:
@@ -481,12 +220,15 @@ def serve(scenario: Scenario, seed: int, *, split: str = "dev", transport: str =
         # call in flight would wait out).
         gc.freeze()
         # A client holding a connection open must not keep a stopping server (and its unrecorded episodes) waiting.
-        # No proxy in front to trust, and no Date or Server header a client reads: less to do per response.
+        # No proxy in front to trust, and no Date or Server header a client reads: less to do per response. With
+        # httptools each connection is simworld's own protocol, which answers a request without a task of its own
+        # (simworld._edges.serve_conn); without it, uvicorn's h11 protocol.
+        http: Any = functools.partial(Connection, app) if installed("httptools") else "h11"
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
                                 lifespan="on", access_log=False, proxy_headers=False, server_header=False,
-                                date_header=False, http="httptools" if installed("httptools") else "h11")
-        _log(f"serving one episode per MCP session at http://{_url_host(host)}:{sock.getsockname()[1]}/mcp "
-             "(Ctrl-C to stop)")
+                                date_header=False, http=http)
+        log_line(f"serving one episode per MCP session at http://{_url_host(host)}:{sock.getsockname()[1]}/mcp "
+                 "(Ctrl-C to stop)")
         async with anyio.create_task_group() as tg:
             tg.start_soon(sweep_forever)
             await uvicorn.Server(config).serve(sockets=[sock])

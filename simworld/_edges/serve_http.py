@@ -19,7 +19,9 @@
   answers is :mod:`simworld._edges.serve_rpc`. An episode that a call ends is graded and written once the reply
   to that call has been sent (:meth:`~simworld._edges.serve.EpisodeSession.record`).
 
-Nothing here imports the MCP SDK, Starlette or uvicorn: the app is a plain ASGI callable.
+Nothing here imports the MCP SDK, Starlette or uvicorn: the app is a plain ASGI callable over two plain functions
+of a request, :meth:`HttpGate.screen` and :meth:`HttpGate.post`, which :mod:`simworld._edges.serve_conn` calls
+directly for each request it reads.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from simworld._edges.serve_rpc import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERR
 from simworld._world.clock import wall_monotonic
 from simworld.errors import SimworldError
 
-__all__ = ["HttpGate", "ServeError", "bind", "check_access", "installed", "is_loopback"]
+__all__ = ["Answer", "HttpGate", "ServeError", "bind", "check_access", "installed", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -141,12 +143,47 @@ def _error(status: int, code: int, message: str, request_id: Any = None) -> tupl
     return status, RpcError(code, message).body(request_id)
 
 
+#: An answer: its status, body and headers beyond Content-Type and Content-Length, and the session whose ended
+#: episode, if any, is to be recorded once the answer is sent.
+Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...], Any]
+
+
+def _refusal(status: int, message: str, *extra: tuple[bytes, bytes]) -> Answer:
+    """A request refused before any session is touched: an invalid-request JSON-RPC error with no id."""
+    return status, RpcError(INVALID_REQUEST, message).body(None), extra, None
+
+
 def _accepts_json(accept: bytes | None) -> bool:
     """Whether an Accept header admits ``application/json`` (or a wildcard that covers it)."""
     if accept is None:
         return False
     types = {part.split(b";")[0].strip().lower() for part in accept.split(b",")}
     return bool(types & {b"application/json", b"application/*", b"*/*"})
+
+
+def _is_json(content_type: bytes) -> bool:
+    """Whether a Content-Type header says ``application/json`` (with any parameters)."""
+    return content_type.split(b";")[0].strip().lower() == b"application/json"
+
+
+class _Verdicts:
+    """What a check of a header value said, remembered by value: a client sends the same Accept, Content-Type and
+    Host on every request, so each is read once, not once a request. At most :data:`KEPT` values are kept, so a
+    client sending a new value each time costs a check each time, and no memory."""
+
+    KEPT = 64
+
+    def __init__(self, check: Callable[[bytes], bool]) -> None:
+        self._check = check
+        self._seen: dict[bytes, bool] = {}
+
+    def __call__(self, value: bytes) -> bool:
+        verdict = self._seen.get(value)
+        if verdict is None:
+            verdict = self._check(value)
+            if len(self._seen) < self.KEPT:
+                self._seen[value] = verdict
+        return verdict
 
 
 def _loopback_origin(value: bytes, scheme: bool) -> bool:
@@ -185,6 +222,10 @@ class HttpGate:
         self.rpc = rpc
         self._token = None if token is None else token.encode()
         self._loopback = loopback
+        self._accepts_json = _Verdicts(_accepts_json)
+        self._is_json = _Verdicts(_is_json)
+        self._loopback_host = _Verdicts(lambda value: _loopback_origin(value, scheme=False))
+        self._loopback_page = _Verdicts(lambda value: _loopback_origin(value, scheme=True))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -195,65 +236,66 @@ class HttpGate:
             await send({"type": "websocket.close", "code": 1008})
             return
         headers = dict(scope.get("headers") or ())
-        if self._token is not None and not self._authorized(headers.get(b"authorization")):
-            await _send(send, 401, _UNAUTHORIZED, (b"www-authenticate", b'Bearer realm="simworld"'))
-            return
-        if scope["path"] != PATH:
-            await _send(send, *_error(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {PATH}"))
-            return
-        if self._loopback:
-            host, origin = headers.get(b"host"), headers.get(b"origin")
-            if host is None or not _loopback_origin(host, scheme=False):
-                await _send(send, *_error(421, INVALID_REQUEST, "Invalid Host header: this server answers to "
-                                          "127.0.0.1, localhost or [::1] only"))
-                return
-            if origin is not None and not _loopback_origin(origin, scheme=True):
-                await _send(send, *_error(403, INVALID_REQUEST, "Invalid Origin header: this server answers "
-                                          "pages from 127.0.0.1, localhost or [::1] only"))
-                return
-        method = scope["method"]
-        if method == "POST":
-            await self._post(headers, receive, send)
-        elif method == "DELETE":
-            status, body = self._delete(headers)
-            await _send(send, status, body)
-        elif method == "GET":  # this server opens no stream of its own, as the transport allows
-            # No body: a client that gives up on the stream without reading one can keep the connection.
-            await _send(send, 405, b"", _ALLOW)
-        else:
-            await _send(send, *_error(405, INVALID_REQUEST, f"Method Not Allowed: {method}; use POST (and DELETE "
-                                      "to end a session)"), _ALLOW)
-
-    async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
-        if not _accepts_json(headers.get(b"accept")):
-            await _send(send, *_error(406, INVALID_REQUEST, "Not Acceptable: the Accept header must include "
-                                      "application/json"))
-            return
-        content_type = headers.get(b"content-type", b"")
-        if content_type.split(b";")[0].strip().lower() != b"application/json":
-            await _send(send, *_error(415, INVALID_REQUEST, "Unsupported Media Type: send the JSON-RPC message "
-                                      "with Content-Type: application/json"))
-            return
-        body = await _read_body(headers, receive)
-        if body is None:
-            await _send(send, *_error(413, INVALID_REQUEST, f"Request body too large: the limit is {MAX_BODY} "
-                                      "bytes"))
-            return
-        extra: tuple[tuple[bytes, bytes], ...] = ()
-        status, answer = self._answer(headers, body)
-        if isinstance(answer, tuple):  # a session was opened: name it
-            answer, sid = answer
-            extra = ((SESSION_HEADER, sid.encode()),)
-        await _send(send, status, answer, *extra)
+        answer = self.screen(scope["method"], scope["path"], headers)
+        if answer is None:
+            answer = self.post(headers, await _read_body(receive))
+        status, body, extra, session = answer
+        await _send(send, status, body, *extra)
         # An episode this message ended is graded and written only now, its reply sent: the agent never sees the
         # grade, so its call need not wait for it. Still in the same turn of the event loop as the reply (unless the
         # write had to wait for a slow reader), so episodes are recorded in the order they end.
-        ended = self.sessions.get(_session_id(headers))
-        if ended is not None:
-            ended.record()
+        if session is not None:
+            session.record()
+
+    def screen(self, method: str, path: str, headers: dict[bytes, bytes]) -> Answer | None:
+        """The answer to a request that its method, path and headers settle (a refusal, or anything but a POST), or
+        None for a POST whose body is to be read and answered by :meth:`post`. ``headers`` names in lower case."""
+        if self._token is not None and not self._authorized(headers.get(b"authorization")):
+            return 401, _UNAUTHORIZED, ((b"www-authenticate", b'Bearer realm="simworld"'),), None
+        if path != PATH:
+            return _refusal(404, f"Not Found: the MCP endpoint is {PATH}")
+        if self._loopback:
+            host, origin = headers.get(b"host"), headers.get(b"origin")
+            if host is None or not self._loopback_host(host):
+                return _refusal(421, "Invalid Host header: this server answers to 127.0.0.1, localhost or [::1] only")
+            if origin is not None and not self._loopback_page(origin):
+                return _refusal(403, "Invalid Origin header: this server answers pages from 127.0.0.1, localhost or "
+                                "[::1] only")
+        if method == "POST":
+            accept = headers.get(b"accept")
+            if accept is None or not self._accepts_json(accept):
+                return _refusal(406, "Not Acceptable: the Accept header must include application/json")
+            if not self._is_json(headers.get(b"content-type", b"")):
+                return _refusal(415, "Unsupported Media Type: send the JSON-RPC message with Content-Type: "
+                                "application/json")
+            declared = headers.get(b"content-length")
+            if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+                return self.post(headers, None)
+            return None
+        if method == "DELETE":
+            status, body = self._delete(headers)
+            return status, body, (), None
+        if method == "GET":  # this server opens no stream of its own, as the transport allows
+            # No body: a client that gives up on the stream without reading one can keep the connection.
+            return 405, b"", (_ALLOW,), None
+        return _refusal(405, f"Method Not Allowed: {method}; use POST (and DELETE to end a session)", _ALLOW)
+
+    def post(self, headers: dict[bytes, bytes], body: bytes | None) -> Answer:
+        """The answer to a POSTed JSON-RPC message that :meth:`screen` let through (``body`` None: larger than
+        :data:`MAX_BODY`), with the session to record once it is sent."""
+        if body is None:
+            return _refusal(413, f"Request body too large: the limit is {MAX_BODY} bytes")
+        status, answer = self._answer(headers, body)
+        if not isinstance(answer, tuple):
+            return status, answer, (), None
+        answer, session = answer
+        if isinstance(session, str):  # a session was opened: name it
+            return status, answer, ((SESSION_HEADER, session.encode()),), None
+        return status, answer, (), session  # a message within a session was answered
 
     def _answer(self, headers: dict[bytes, bytes], body: bytes) -> tuple[int, Any]:
-        """The status and body answering one POSTed JSON-RPC message (with the session id it opened, if any)."""
+        """The status and body answering one POSTed JSON-RPC message, with the id of the session it opened or the
+        session it was answered within, if either."""
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -292,7 +334,7 @@ class HttpGate:
         if raw is None:
             return _error(400, INVALID_REQUEST, "Bad Request: Missing session ID: send the mcp-session-id header "
                           "that initialize answered with", request_id)
-        session = self.sessions.get(_session_id(headers))
+        session = self.sessions.get(raw.decode("latin-1"))
         if session is None:
             return _error(404, INVALID_REQUEST, "Session not found: it has ended or never existed; initialize a "
                           "new one", request_id)
@@ -303,8 +345,8 @@ class HttpGate:
                           f"{version.decode('latin-1')!r}; this server speaks {', '.join(PROTOCOL_VERSIONS)}",
                           request_id)
         if not is_request or method is None:  # a notification, or a response to a request it never sends
-            return 202, b""
-        return 200, self.rpc.answer(session, request_id, method, message.get("params"))
+            return 202, (b"", session)
+        return 200, (self.rpc.answer(session, request_id, method, message.get("params")), session)
 
     def _delete(self, headers: dict[bytes, bytes]) -> tuple[int, bytes]:
         raw = headers.get(SESSION_HEADER)
@@ -335,17 +377,9 @@ class HttpGate:
                 return
 
 
-def _session_id(headers: dict[bytes, bytes]) -> str | None:
-    """The session a request names (its ``mcp-session-id`` header), if any."""
-    raw = headers.get(SESSION_HEADER)
-    return None if raw is None else raw.decode("latin-1")
-
-
-async def _read_body(headers: dict[bytes, bytes], receive: Receive) -> bytes | None:
-    """The request's body, or None when it is larger than :data:`MAX_BODY`."""
-    declared = headers.get(b"content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-        return None
+async def _read_body(receive: Receive) -> bytes | None:
+    """The request's body, or None when it is larger than :data:`MAX_BODY` (a declared length over it is refused
+    before, by :meth:`HttpGate.screen`)."""
     message = await receive()
     body = message.get("body", b"")
     if message.get("more_body"):
