@@ -44,7 +44,10 @@ the figure to quote. ``--nice N`` (negative needs root) runs every server and cl
 that the machine's other work does not stand in the latency: each in a session of its own whose autogroup gets
 nice N as well, since with ``kernel.sched_autogroup_enabled`` (the default on many distributions) a process's
 own nice only weighs against the processes of its own session, and a CPU-bound job in any other terminal takes
-an equal share whatever it says. Results go to ``--out`` as JSON.
+an equal share whatever it says. ``--pin`` runs the server on the first CPU and the clients on the others, as a
+server and its clients on machines of their own would run: on a small machine the official client spends several
+times the server's CPU per call, and without it the server's calls queue behind the clients' work. Results go to
+``--out`` as JSON.
 """
 
 from __future__ import annotations
@@ -88,6 +91,16 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+#: With ``--pin``: the CPUs the server runs on, and the clients' (see the module docstring).
+PINS: dict[str, set[int]] = {}
+
+
+def _pin(pid: int, role: str) -> None:
+    """Keep process ``pid`` on the CPUs ``--pin`` gives its role (``server`` or ``clients``)."""
+    if role in PINS:
+        os.sched_setaffinity(pid, PINS[role])
+
+
 def _prioritise(pid: int, nice: int) -> None:
     """Run process ``pid`` (a session leader) at priority ``nice``, within its session and, through its autogroup,
     against the other sessions' processes."""
@@ -121,6 +134,7 @@ class Server:
                 [*wrapper, sys.executable, "-m", "simworld", "serve", "--transport", "http", "--port",
                  str(self.port), "--scenario", SCENARIO, "--seed", str(SEED), "--out", str(out)],
                 cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, start_new_session=bool(nice))
+        _pin(self.proc.pid, "server")
         if nice:
             _prioritise(self.proc.pid, nice)
         deadline = time.monotonic() + (600 if wrapper else 60)
@@ -415,8 +429,9 @@ def _clients(url: str, sessions: int, procs: int, until: float, expected: list[s
         "url": url, "sessions": n, "until": until, "expected": expected, "interval": interval,
         "raw": raw, "origin": origin, "first": first, "total": sessions}).decode()], stdout=subprocess.PIPE, env=env,
         start_new_session=bool(nice)) for n, first in zip(shares, firsts, strict=True) if n]
-    if nice:
-        for client in clients:
+    for client in clients:
+        _pin(client.pid, "clients")
+        if nice:
             _prioritise(client.pid, nice)
     return clients
 
@@ -556,12 +571,19 @@ def main() -> None:
     parser.add_argument("--instructions", type=int, metavar="N", default=0,
                         help="also count the server's instructions per tool call under valgrind over N episodes "
                              "played one after another (deterministic; needs valgrind)")
+    parser.add_argument("--pin", action="store_true",
+                        help="run the server on the first CPU and the clients on the others (needs two CPUs)")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client is not None:
         spec = orjson.loads(args.client)
         sys.stdout.buffer.write(orjson.dumps(raw_client_main(spec) if spec.get("raw") else client_main(spec)))
         return
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            parser.error("--pin needs two CPUs: one for the server, the rest for the clients")
+        PINS.update(server={cpus[0]}, clients=set(cpus[1:]))
     if args.instructions and shutil.which("valgrind") is None:
         parser.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind)")
     trees = {"new": args.new.resolve()} | ({"old": args.old.resolve()} if args.old else {})
