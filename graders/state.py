@@ -28,7 +28,7 @@ def expected_final_state(episode: Any, solutions: Sequence[State]) -> Verdict:
                                    state_diff=[], score=0.0)
     final = episode.final_state
     mine = touched([episode.initial_state, final])
-    diffs = []
+    diffs: list[tuple[list[dict[str, Any]], frozenset[tuple[str, str]], int]] = []
     compared: list[tuple[set[tuple[str, str]], State]] = []  # each solution read so far: its keys and end state
     # In order, stopping at the first match: a later solution is never read (nor, in a run, played). Records that
     # neither this episode nor solution i touched are the start's in both, so they cannot tell the two apart.

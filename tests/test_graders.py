@@ -39,6 +39,7 @@ from simworld._scenario.scenario import Scenario, load_suite
 from simworld._world.dates import parse_date
 from simworld._world.models import Fee
 from simworld._world.money import Money
+from simworld._world.state import State
 
 SPLIT = "split-balance-three-ways"
 PREMIUM = "premium-increase-midterm"
@@ -282,9 +283,11 @@ class TestExpectedFinalState:
         the first of them only, and the verdict is the one comparing each gives."""
         import graders.state
 
-        sols = solutions(CANCEL, 0)
-        assert len(sols) == 2 and sols[0] is not sols[1]
-        assert same_records(sols[0], sols[1], touched([sols[1]])), "precondition: the two solutions end alike"
+        first = solutions(CANCEL, 0)[0]
+        # Another solution's end state with the same records: a state of its own (kept calls may make it the same
+        # object, or a disk cache another), so that only the records can tell the two alike.
+        sols = (first, State(first.base, dict(first.overlay)))
+        assert sols[0] is not sols[1] and same_records(sols[0], sols[1], touched([sols[1]]))
         ep = run(CANCEL, 0, [finish()])
         compared = []
         real = graders.state.compare
