@@ -13,9 +13,18 @@ two cannot drift.
 
 from __future__ import annotations
 
+import atexit
 import re
+import sys
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+import orjson
+
+from simworld._world.diskcache import cache_dir, disk_cache_enabled
+from simworld._world.hashing import blake2b
 
 # The expression parser and compiler of the standard library, the ones ``re.compile`` runs: reading the parser's
 # tree is the only way to learn what a pattern needs without writing it down twice. Should they ever change shape,
@@ -76,12 +85,22 @@ class Pattern:
         # Only an attribute not yet set comes here: the needs before the first text, the compiled expression before
         # the first text that may hold a match. Two threads may both do either: each makes the same value.
         if name == "needs":
+            kept = _KEPT.get(self.pattern, self.flags)
+            if kept is not None:  # parsed and compiled by an earlier process: its needs and code, read back
+                self._tree = kept
+                self.needs = kept.needs
+                return self.needs
             self._tree = _parse(self.pattern, self.flags)
             self.needs = None if self._tree is None else _required(self._tree)
             return self.needs
         if name == "regex":
             self.needs  # noqa: B018 - read first, so that the expression is parsed once, for both
-            self.regex = _compile(self.pattern, self.flags, self._tree)
+            tree = self._tree
+            regex = tree.regex(self.pattern) if isinstance(tree, _Compiled) else None
+            if regex is None:
+                regex, code = _compiled(self.pattern, self.flags, None if isinstance(tree, _Compiled) else tree)
+                _KEPT.put(self.pattern, self.flags, self.needs, regex, code)
+            self.regex = regex
             self._tree = None
             return self.regex
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -124,6 +143,100 @@ class Pattern:
         return self.regex.findall(text) if self.may_match(text) else []
 
 
+class _Compiled:
+    """An expression as :func:`_compile` compiled it in an earlier process (its code for ``_sre.compile`` and its
+    groups), with what its matches need: what a process reads back instead of parsing and compiling it again."""
+
+    __slots__ = ("code", "flags", "groups", "names", "needs")
+
+    def __init__(self, flags: int, code: list[int], groups: int, names: dict[str, int], needs: Needs | None) -> None:
+        self.flags, self.code, self.groups, self.names, self.needs = flags, code, groups, names, needs
+
+    def regex(self, pattern: str) -> re.Pattern[str] | None:
+        """The compiled expression (None if the engine refuses the code: then it is compiled afresh)."""
+        index: list[str | None] = [None] * (self.groups + 1)
+        for name, i in self.names.items():
+            index[i] = name
+        try:
+            compiled: re.Pattern[str] = _sre_engine.compile(pattern, self.flags, self.code, self.groups, self.names,
+                                                            tuple(index))
+        except Exception:  # noqa: BLE001 - code the engine does not take (it checks what it is given)
+            return None
+        return compiled
+
+
+class _Kept:
+    """The compiled expressions and needs of the text graders' patterns, kept in the disk cache between processes
+    (as Python keeps a module's bytecode): parsing and compiling them is a large part of what a process spends
+    before its first graded episode. Read at the first pattern a process uses, written when the process ends if it
+    compiled one afresh; under the end-state cache's directory and switch (``SIMWORLD_CACHE_DIR``,
+    ``SIMWORLD_NO_CACHE``), in a file named for this interpreter, its regular expression engine and this module's
+    own code, so that nothing compiled by another is read."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Compiled] | None = None
+        self._path: Path | None = None
+        self._new: dict[str, list[Any]] = {}
+        self._lock = threading.Lock()
+
+    def _load(self) -> dict[str, _Compiled]:
+        entries: dict[str, _Compiled] = {}
+        try:
+            if _sre_engine is None or not disk_cache_enabled():
+                return entries
+            own = blake2b(Path(__file__).read_bytes(), digest_size=8).hexdigest()
+            version = blake2b(sys.version.encode(), digest_size=8).hexdigest()
+            name = f"{sys.implementation.cache_tag}-{version}-{_sre_engine.MAGIC}-{own}.json"
+            self._path = cache_dir() / "patterns" / name
+            raw = orjson.loads(self._path.read_bytes())
+            for key, (flags, code, groups, names, needs) in raw.items():
+                entries[key] = _Compiled(flags, code, groups, names, None if needs is None else tuple(
+                    tuple(tuple(strings) for strings in branch) for branch in needs))
+        except Exception:  # noqa: BLE001 - no file yet, or one that cannot be read: compile afresh
+            return entries
+        return entries
+
+    def get(self, pattern: str, flags: int) -> _Compiled | None:
+        entries = self._entries
+        if entries is None:
+            with self._lock:
+                if self._entries is None:
+                    self._entries = self._load()
+            entries = self._entries
+        return entries.get(f"{flags}:{pattern}")
+
+    def put(self, pattern: str, flags: int, needs: Needs | None, regex: re.Pattern[str],
+            code: list[int] | None) -> None:
+        """Keep what compiling ``pattern`` afresh gave (``code``: what the engine was given; None when ``re.compile``
+        compiled it), to be written when the process ends."""
+        if self._path is None or code is None:
+            return
+        entry = [regex.flags, code, regex.groups, dict(regex.groupindex), needs]
+        with self._lock:
+            if not self._new:
+                atexit.register(self.save)
+            self._new[f"{flags}:{pattern}"] = entry
+
+    def save(self) -> None:
+        """Write the kept expressions, those read and those compiled since, to the cache (atomically)."""
+        from simworld._world.events import write_atomic
+
+        with self._lock:
+            if not self._new or self._path is None:
+                return
+            kept = {k: [e.flags, e.code, e.groups, e.names, e.needs] for k, e in (self._entries or {}).items()}
+            kept.update(self._new)
+            self._new = {}
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self._path, orjson.dumps(kept))
+        except OSError:
+            pass  # a cache that cannot be written: the next process compiles afresh
+
+
+_KEPT = _Kept()
+
+
 def compile_pattern(pattern: str, flags: int = 0) -> Pattern:
     """``re.compile(pattern, flags)``, compiled at its first use, with what its matches need read off it."""
     return Pattern(pattern, flags)
@@ -138,6 +251,12 @@ def _parse(pattern: str, flags: int) -> Any:
 
 
 def _compile(pattern: str, flags: int, tree: Any) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)``, from the expression's ``tree`` when it was parsed already (see
+    :func:`_compiled`)."""
+    return _compiled(pattern, flags, tree)[0]
+
+
+def _compiled(pattern: str, flags: int, tree: Any) -> tuple[re.Pattern[str], list[int] | None]:
     """``re.compile(pattern, flags)``, from the expression's ``tree`` when it was parsed already.
 
     ``re.compile`` is the parser, then the compiler of the parsed tree: the second is run here as it runs it
@@ -145,9 +264,9 @@ def _compile(pattern: str, flags: int, tree: Any) -> re.Pattern[str]:
     interpreter's internals), or no tree, falls back to ``re.compile`` itself: slower, the same expression.
     """
     if tree is None:
-        return re.compile(pattern, flags)
+        return re.compile(pattern, flags), None
     try:
-        code = _sre_compile._code(tree, flags)
+        code: list[int] | None = _sre_compile._code(tree, flags)
         groups = tree.state.groupdict
         named = [None] * tree.state.groups
         for name, i in groups.items():
@@ -155,8 +274,8 @@ def _compile(pattern: str, flags: int, tree: Any) -> re.Pattern[str]:
         regex = _sre_engine.compile(pattern, flags | tree.state.flags, code, tree.state.groups - 1, groups,
                                     tuple(named))
     except Exception:  # noqa: BLE001 - another interpreter's compiler: let re do it all
-        regex = re.compile(pattern, flags)
-    return regex
+        regex, code = re.compile(pattern, flags), None
+    return regex, code
 
 
 def _required(tree: Any) -> Needs | None:

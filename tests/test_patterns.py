@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,6 +43,61 @@ def texts_near(draw: st.DrawFn, pattern: Pattern) -> str:
     parts = draw(st.lists(st.one_of(st.sampled_from(vocabulary), st.text(max_size=3)), max_size=14))
     joints = draw(st.lists(st.sampled_from(["", " ", "  ", "\n"]), min_size=len(parts), max_size=len(parts)))
     return "".join(p + j for p, j in zip(parts, joints, strict=True))
+
+
+class TestKeptBetweenProcesses:
+    """Expressions compiled in one process are read back from the disk cache by the next, as bytecode is."""
+
+    @staticmethod
+    def _kept(tmp_path, monkeypatch: pytest.MonkeyPatch) -> patterns._Kept:
+        monkeypatch.setenv("SIMWORLD_CACHE_DIR", str(tmp_path))
+        monkeypatch.delenv("SIMWORLD_NO_CACHE", raising=False)
+        kept = patterns._Kept()
+        monkeypatch.setattr(patterns, "_KEPT", kept)
+        return kept
+
+    def test_each_pattern_read_back_is_what_re_compile_gives(self, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Every grader pattern, compiled in one process and read back in the next, has the needs a parse gives and
+        compiles to re.compile's expression (the same code, groups and names), without being parsed again."""
+        first = self._kept(tmp_path, monkeypatch)
+        fresh = {name: Pattern(p.pattern, p.flags) for name, p in PATTERNS.items()}
+        for p in fresh.values():
+            assert p.regex is not None
+        first.save()
+        assert len(list((tmp_path / "patterns").iterdir())) == 1
+        self._kept(tmp_path, monkeypatch)
+        monkeypatch.setattr(patterns, "_parse", lambda *a: pytest.fail("parsed again"))
+        for name, p in PATTERNS.items():
+            again = Pattern(p.pattern, p.flags)
+            expected = re.compile(p.pattern, p.flags)
+            assert again.needs == fresh[name].needs, name
+            assert again.regex == expected, name
+            assert (again.regex.groups, again.regex.groupindex) == (expected.groups, expected.groupindex), name
+
+    def test_a_damaged_cache_is_compiled_afresh(self, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A cache file that cannot be read, or whose code the engine refuses, costs a fresh compile, never a wrong
+        answer."""
+        first = self._kept(tmp_path, monkeypatch)
+        p = Pattern(r"\bfee\b.{0,20}?waived", re.I)
+        assert p.search("the fee was waived") is not None
+        first.save()
+        (path,) = (tmp_path / "patterns").iterdir()
+        raw = path.read_bytes()
+        bad_code = {key: [flags, [9999, *code], *rest] for key, (flags, code, *rest) in orjson.loads(raw).items()}
+        for damaged in (raw[: len(raw) // 2], orjson.dumps(bad_code)):
+            path.write_bytes(damaged)
+            self._kept(tmp_path, monkeypatch)
+            again = Pattern(p.pattern, p.flags)
+            assert again.regex == re.compile(p.pattern, p.flags)
+            assert again.search("THE FEE WAS WAIVED").span() == (4, 18)
+
+    def test_nothing_is_kept_with_the_disk_cache_off(self, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """SIMWORLD_NO_CACHE turns this cache off with the end states'."""
+        kept = self._kept(tmp_path, monkeypatch)
+        monkeypatch.setenv("SIMWORLD_NO_CACHE", "1")
+        assert Pattern(r"fee.{0,9}waived").search("fee was waived") is not None
+        kept.save()
+        assert not (tmp_path / "patterns").exists()
 
 
 class TestFirstUse:

@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from simworld._scenario.scenario import Scenario
+from simworld._world.diskcache import cache_dir, disk_cache_enabled, set_disk_cache
 from simworld._world.hashing import blake2b
 from simworld._world.models import json_bytes, record_from_json
 from simworld._world.state import State
@@ -49,30 +50,7 @@ _FORMAT = 2  # 2: a solution not played yet is null
 _SIZE = 32
 _held: OrderedDict[tuple[int, int], tuple[Scenario, KeptEndStates, tuple[int, ...]]] = OrderedDict()
 _lock = threading.Lock()
-_disk_enabled: bool | None = None  # None: the environment decides
 _code: str | None = None
-
-
-def set_disk_cache(enabled: bool | None) -> None:
-    """Turn the disk cache on or off for this process (``None``: back to ``SIMWORLD_NO_CACHE``)."""
-    global _disk_enabled
-    _disk_enabled = enabled
-
-
-def disk_cache_enabled() -> bool:
-    """Whether end states are read from and written to disk."""
-    if _disk_enabled is not None:
-        return _disk_enabled
-    return os.environ.get("SIMWORLD_NO_CACHE", "") in ("", "0")
-
-
-def cache_dir() -> Path:
-    """Where the end-state files live."""
-    explicit = os.environ.get("SIMWORLD_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "simworld" / "end-states"
 
 
 def clear_process_cache() -> None:
