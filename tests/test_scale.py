@@ -87,6 +87,11 @@ def test_a_long_run_holds_no_more_memory_than_a_short_one(cache: Path) -> None:
     assert grown < 2 * 2**20, f"six more seeds of the suite left {grown / 2**20:.1f} MB more held"
 
 
+def _end_state_files(cache: Path) -> list[Path]:
+    """The end-state files in ``cache`` (beside them, ``patterns/`` holds the graders' compiled patterns)."""
+    return sorted(f for f in cache.rglob("*.json") if f.parent.name != "patterns")
+
+
 class TestEndStateCache:
     @pytest.mark.parametrize("scenario", sorted(BY_ID))
     def test_a_state_read_from_disk_is_the_played_state(self, scenario: str, cache: Path) -> None:
@@ -112,7 +117,8 @@ class TestEndStateCache:
             assert r.returncode == 0, r.stderr
             if name == "cold":
                 files = sorted(cache.rglob("*.json"))
-                assert len(files) == 2 * len(SUITE)
+                assert len(_end_state_files(cache)) == 2 * len(SUITE)
+                assert len(list((cache / "patterns").iterdir())) == 1  # the graders' compiled patterns
                 stamps = {f: f.stat().st_mtime_ns for f in files}
         assert _run_dir(tmp_path / "cold") == _run_dir(tmp_path / "warm") == _run_dir(tmp_path / "bypass")
         assert {f: f.stat().st_mtime_ns for f in sorted(cache.rglob("*.json"))} == stamps  # read, not rewritten
