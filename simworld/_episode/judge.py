@@ -19,7 +19,7 @@ from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
 from simworld._world.templates import resolve_args
 from simworld._world.tools import TOOLS
-from simworld._world.world import World
+from simworld._world.world import World, own_tool
 from simworld.errors import BrokenSolutionError, ScenarioError
 
 __all__ = ["SolutionEndStates", "grade", "graded_line", "result_line", "solution_end_states"]
@@ -374,7 +374,7 @@ def _foreign(tools: dict[str, Any]) -> bool:
     key = tuple(tools.values())
     foreign = _FOREIGN.get(key)
     if foreign is None:
-        foreign = any(not getattr(t.fn, "__module__", "").startswith("simworld.") for t in key)
+        foreign = not all(map(own_tool, key))
         if len(_FOREIGN) >= 256:
             _FOREIGN.clear()
         _FOREIGN[key] = foreign

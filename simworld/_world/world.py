@@ -30,7 +30,7 @@ from simworld._world.policy import PolicyStore
 from simworld._world.state import State
 from simworld.errors import PolicyDenied, ToolArgumentError, ToolError
 
-__all__ = ["World"]
+__all__ = ["World", "own_tool"]
 
 
 class World:
@@ -252,7 +252,7 @@ class World:
         except ToolError as exc:
             self.state = before
             result, status = {"error": str(exc)}, exc.status
-        timeless = not self._moment_read and _own(tool)
+        timeless = not self._moment_read and own_tool(tool)
         self._clock.advance(tool.latency)
         recorded: Any = None
         try:
@@ -269,7 +269,7 @@ class World:
         return status, result_bytes, recorded
 
 
-def _own(tool: Any) -> bool:
+def own_tool(tool: Any) -> bool:
     """Whether ``tool`` is one of simworld's own, which read the instant only through the world (a tool of your own
     may read it from ``datetime.now()``, which the simulated clock moves, or read the world's events)."""
     held = _OWN.get(id(tool))
@@ -282,7 +282,7 @@ def _own(tool: Any) -> bool:
     return own
 
 
-#: Per tool (by identity, held so that its id is not reused): whether it is simworld's own (see :func:`_own`).
+#: Per tool (by identity, held so that its id is not reused): whether it is simworld's own (see :func:`own_tool`).
 _OWN: dict[int, tuple[Any, bool]] = {}
 
 
