@@ -332,8 +332,12 @@ _shared: mmap.mmap | None = None  # in a worker process: the memory it hands its
 
 
 def _attach(shared: mmap.mmap) -> None:
-    """Pool initializer: the worker keeps the shared memory it writes its slices to."""
+    """Pool initializer: the worker is one of simworld's (:func:`~simworld._running.executors.as_worker`: it
+    dies with its parent and ends at SIGTERM) and keeps the shared memory it writes its slices to."""
     global _shared
+    from simworld._running.executors import as_worker  # loaded by the parent before it forked
+
+    as_worker()
     _shared = shared
 
 
@@ -353,6 +357,8 @@ def _in_workers(o: _Options, slices: Iterator[list[tuple[int, bytes]]], workers:
     A slice's lines come back through memory shared with the workers (a pipe would copy them several times):
     slice i goes to slot i mod 2N+1, which is free again once slice i-2N-1 has been copied out.
     """
+    import simworld._running.executors  # noqa: F401  (for _attach: imported once, before the fork)
+
     slots = 2 * workers + 1
     shared = mmap.mmap(-1, slots * _SLOT_BYTES)
     with shared, memoryview(shared) as view, \

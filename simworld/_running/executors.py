@@ -56,8 +56,7 @@ def _child_start() -> None:
     """In each forked worker: die with the run, leave Ctrl-C to it, and start this process's own simulated-time
     guard."""
     global _GUARD
-    die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    as_worker()
     TimeGuard._active = None  # the parent's guard, if any, is not this process's
     _GUARD = TimeGuard()
     _GUARD.__enter__()
@@ -74,6 +73,20 @@ def _child_play(indices: tuple[int, ...]) -> list[tuple[dict[str, Any], bytes | 
 
 #: How often a worker looks for its parent (where the kernel cannot be asked to signal it: not Linux).
 PARENT_POLL_S = 0.5
+
+
+def as_worker() -> None:
+    """Make this forked process one of simworld's workers: it dies with its parent, leaves Ctrl-C to it, and
+    ends at SIGTERM.
+
+    A fork inherits its parent's signal handlers. A program that built, say, a verifiers Environment has a
+    SIGTERM handler that tears that environment down and raises SystemExit; in a worker it would tear down a
+    copy, and a pool that stops its workers with SIGTERM (multiprocessing's does, holding the task queue's
+    lock) could then wait forever on one that did not end. The default action ends the worker at once.
+    """
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def die_with_parent() -> None:
