@@ -1,4 +1,5 @@
-"""simworld's forked workers end at SIGTERM whatever handler the program that started them installed.
+"""simworld's forked workers end at SIGTERM whatever handler the program that started them installed, and a worker
+that dies stops nothing.
 
 A fork inherits its parent's signal handlers. verifiers' Environment, for one, installs a SIGTERM handler that
 tears the environment down and raises SystemExit; multiprocessing stops a pool's workers with SIGTERM while it
@@ -87,3 +88,38 @@ def test_a_run_whose_worker_dies_ends_under_a_programs_sigterm_handler(tmp_path:
         """, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("lost ")
+
+
+def test_an_export_whose_worker_dies_writes_every_line(tmp_path: Path) -> None:
+    """A worker killed mid-export (as the OOM killer would) loses no slice and hangs nothing: the export writes
+    the bytes one process writes. (multiprocessing's Pool waited forever for the dead worker's slice.)"""
+    done = _program("""
+        import io, os, signal
+        from pathlib import Path
+        from simworld._agents.kinds import build_agent_factory
+        from simworld._edges import export
+        from simworld._running.runner import run_suite
+        from simworld._scenario.scenario import load_suite
+
+        suite = load_suite()[:6]
+        run_suite(suite, [0, 1], "random", build_agent_factory("random"), Path("run"))
+        export._CHUNK_LINES = 1
+        one = io.BytesIO()
+        export.export_run(Path("run"), "openai", one)
+        parent, chunk, marker = os.getpid(), export._export_chunk, Path("died")
+
+        def dying(o, lines):
+            if os.getpid() != parent and lines[0][0] == 5 and not marker.exists():
+                marker.write_text("")
+                os.kill(os.getpid(), signal.SIGKILL)
+            return chunk(o, lines)
+
+        export._export_chunk = dying
+        many = io.BytesIO()
+        report = export.export_run(Path("run"), "openai", many, workers=2)
+        assert marker.exists(), "precondition: a worker died"
+        assert many.getvalue() == one.getvalue() and report.written == 12, report
+        print("exported", report.written)
+        """, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "exported 12\n"

@@ -356,21 +356,53 @@ def _in_workers(o: _Options, slices: Iterator[list[tuple[int, bytes]]], workers:
 
     A slice's lines come back through memory shared with the workers (a pipe would copy them several times):
     slice i goes to slot i mod 2N+1, which is free again once slice i-2N-1 has been copied out.
+
+    A worker that dies (the kernel's OOM killer, ``kill -9``) loses nothing and stops nothing: the slices it and
+    its pool had not returned, and every slice after them, are done in this process, and the export writes the
+    same bytes. (multiprocessing's Pool waited forever for a dead worker's slice.)
     """
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     import simworld._running.executors  # noqa: F401  (for _attach: imported once, before the fork)
 
     slots = 2 * workers + 1
     shared = mmap.mmap(-1, slots * _SLOT_BYTES)
-    with shared, memoryview(shared) as view, \
-            multiprocessing.get_context("fork").Pool(workers, _attach, (shared,)) as pool:
-        pending: collections.deque[tuple[int, Any]] = collections.deque()
-        for i, chunk in enumerate(slices):
-            slot = i % slots
-            pending.append((slot, pool.apply_async(_export_into, (o, chunk, slot))))
-            if len(pending) >= slots:
-                yield from _handed_out(_returned(view, *pending.popleft()))
-        while pending:
-            yield from _handed_out(_returned(view, *pending.popleft()))
+    pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("fork"), initializer=_attach, initargs=(shared,))
+    pending: collections.deque[tuple[int, Future[Any] | None, list[tuple[int, bytes]]]] = collections.deque()
+
+    def settled(view: memoryview) -> _Chunk:
+        nonlocal pool
+        slot, result, chunk = pending.popleft()
+        if result is not None and pool is not None:
+            try:
+                return _returned(view, slot, result)
+            except BrokenProcessPool:  # a worker died: this process does the rest
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = None
+        return _export_chunk(o, chunk)
+
+    try:
+        with shared, memoryview(shared) as view:
+            for i, chunk in enumerate(slices):
+                if pool is None:
+                    pending.append((0, None, chunk))
+                else:
+                    slot = i % slots
+                    try:
+                        pending.append((slot, pool.submit(_export_into, o, chunk, slot), chunk))
+                    except BrokenProcessPool:
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        pool = None
+                        pending.append((0, None, chunk))
+                if len(pending) >= slots or pool is None:
+                    yield from _handed_out(settled(view))
+            while pending:
+                yield from _handed_out(settled(view))
+    finally:  # done, or stopped by an error or the caller: the slices in flight end, no new one starts
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _handed_out(c: _Chunk) -> Generator[_Chunk, None, None]:
@@ -385,7 +417,7 @@ def _handed_out(c: _Chunk) -> Generator[_Chunk, None, None]:
 def _returned(view: memoryview, slot: int, result: Any) -> _Chunk:
     """A slice done, its lines a view of its slot: written out before the slot takes another slice (the next one
     is handed out only when the caller asks for the next chunk)."""
-    c, size = result.get()
+    c, size = result.result()
     return c if size < 0 else attrs.evolve(c, data=view[slot * _SLOT_BYTES:slot * _SLOT_BYTES + size])
 
 
