@@ -70,7 +70,7 @@ class Pattern:
         flags: Its flags, as ``re.compile`` takes them.
     """
 
-    __slots__ = ("_tree", "flags", "needs", "pattern", "regex")
+    __slots__ = ("_kept", "_tree", "flags", "needs", "pattern", "regex")
     #: The compiled expression: the one ``re.compile(pattern, flags)`` gives.
     regex: re.Pattern[str]
     #: What every match holds (lower case), or None when nothing is known.
@@ -80,6 +80,7 @@ class Pattern:
         # As an int: the parser tests its flags at every character, and an enum flag (re.I) makes each test a call.
         self.pattern, self.flags = pattern, int(flags)
         self._tree: Any = None  # the parsed expression, from reading the needs until it is compiled
+        self._kept: _Compiled | None = None  # or what an earlier process compiled, read back instead of parsing
 
     def __getattr__(self, name: str) -> Any:
         # Only an attribute not yet set comes here: the needs before the first text, the compiled expression before
@@ -87,7 +88,7 @@ class Pattern:
         if name == "needs":
             kept = _KEPT.get(self.pattern, self.flags)
             if kept is not None:  # parsed and compiled by an earlier process: its needs and code, read back
-                self._tree = kept
+                self._kept = kept
                 self.needs = kept.needs
                 return self.needs
             self._tree = _parse(self.pattern, self.flags)
@@ -95,13 +96,13 @@ class Pattern:
             return self.needs
         if name == "regex":
             self.needs  # noqa: B018 - read first, so that the expression is parsed once, for both
-            tree = self._tree
-            regex = tree.regex(self.pattern) if isinstance(tree, _Compiled) else None
-            if regex is None:
-                regex, code = _compiled(self.pattern, self.flags, None if isinstance(tree, _Compiled) else tree)
+            kept = self._kept
+            regex = None if kept is None else kept.regex(self.pattern)
+            if regex is None:  # a tree parsed here, or (kept code the engine refused) none: parsed again
+                regex, code = _compiled(self.pattern, self.flags, self._tree)
                 _KEPT.put(self.pattern, self.flags, self.needs, regex, code)
             self.regex = regex
-            self._tree = None
+            self._tree = self._kept = None
             return self.regex
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
