@@ -81,8 +81,9 @@ def as_worker() -> None:
 
     A fork inherits its parent's signal handlers. A program that built, say, a verifiers Environment has a
     SIGTERM handler that tears that environment down and raises SystemExit; in a worker it would tear down a
-    copy, and a pool that stops its workers with SIGTERM (multiprocessing's does, holding the task queue's
-    lock) could then wait forever on one that did not end. The default action ends the worker at once.
+    copy, and a pool that stops its workers with SIGTERM (multiprocessing's Pool, holding its task queue's lock;
+    concurrent.futures' once a worker died) could then wait forever on one that did not end. The default action
+    ends the worker at once.
     """
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
