@@ -96,26 +96,18 @@ def timed_solution(*args):
             add("grader " + inside[-1].split(":")[-1], -dt)
 
 
-result_line = judge.result_line
+def timed(name, fn):  # fn, its CPU counted under name
+    def call(*args, **kwargs):
+        t = clock()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            add(name, clock() - t)
+    return call
 
 
-def timed_line(*args, **kwargs):
-    t = clock()
-    try:
-        return result_line(*args, **kwargs)
-    finally:
-        add("result line", clock() - t)
-
-
-hooks = jobs._hooks_and_events
-
-
-def timed_hooks(*args):
-    t = clock()
-    try:
-        return hooks(*args)
-    finally:
-        add("event bytes", clock() - t)
+result_line, hooks = judge.result_line, jobs._hooks_and_events
+timed_line, timed_hooks = timed("result line", result_line), timed("event bytes", hooks)
 
 
 def episodes(seeds, out, results):
