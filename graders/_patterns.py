@@ -28,7 +28,7 @@ from simworld._world.hashing import blake2b
 
 # The expression parser and compiler of the standard library, the ones ``re.compile`` runs: reading the parser's
 # tree is the only way to learn what a pattern needs without writing it down twice. Should they ever change shape,
-# every pattern is compiled by ``re.compile`` and runs unfiltered (see ``_compile``), which is slower and answers
+# every pattern is compiled by ``re.compile`` and runs unfiltered (see ``_compiled``), which is slower and answers
 # the same.
 try:
     import _sre as _sre_engine  # type: ignore[import-not-found]
@@ -62,7 +62,7 @@ class Pattern:
     importing the graders does; a run reaches most of them, but the texts of a run reach the compiled expression
     of far fewer (a clause with no fee in it never runs a pattern about fees). So the first text a pattern is
     given parses the expression and reads what its matches need from the tree, and only the first text that may
-    hold a match compiles that same tree (see :func:`_compile`): a pattern no text could match is never
+    hold a match compiles that same tree (see :func:`_compiled`): a pattern no text could match is never
     compiled, and a process that reads no text (a run whose agent sends none) parses nothing.
 
     Args:
@@ -145,7 +145,7 @@ class Pattern:
 
 
 class _Compiled:
-    """An expression as :func:`_compile` compiled it in an earlier process (its code for ``_sre.compile`` and its
+    """An expression as :func:`_compiled` compiled it in an earlier process (its code for ``_sre.compile`` and its
     groups), with what its matches need: what a process reads back instead of parsing and compiling it again."""
 
     __slots__ = ("code", "flags", "groups", "names", "needs")
@@ -155,15 +155,10 @@ class _Compiled:
 
     def regex(self, pattern: str) -> re.Pattern[str] | None:
         """The compiled expression (None if the engine refuses the code: then it is compiled afresh)."""
-        index: list[str | None] = [None] * (self.groups + 1)
-        for name, i in self.names.items():
-            index[i] = name
         try:
-            compiled: re.Pattern[str] = _sre_engine.compile(pattern, self.flags, self.code, self.groups, self.names,
-                                                            tuple(index))
+            return _engine_compile(pattern, self.flags, self.code, self.groups, self.names)
         except Exception:  # noqa: BLE001 - code the engine does not take (it checks what it is given)
             return None
-        return compiled
 
 
 class _Kept:
@@ -251,12 +246,6 @@ def _parse(pattern: str, flags: int) -> Any:
     return _sre_parse.parse(pattern, flags)
 
 
-def _compile(pattern: str, flags: int, tree: Any) -> re.Pattern[str]:
-    """``re.compile(pattern, flags)``, from the expression's ``tree`` when it was parsed already (see
-    :func:`_compiled`)."""
-    return _compiled(pattern, flags, tree)[0]
-
-
 def _compiled(pattern: str, flags: int, tree: Any) -> tuple[re.Pattern[str], list[int] | None]:
     """``re.compile(pattern, flags)``, from the expression's ``tree`` when it was parsed already.
 
@@ -268,15 +257,21 @@ def _compiled(pattern: str, flags: int, tree: Any) -> tuple[re.Pattern[str], lis
         return re.compile(pattern, flags), None
     try:
         code: list[int] | None = _sre_compile._code(tree, flags)
-        groups = tree.state.groupdict
-        named = [None] * tree.state.groups
-        for name, i in groups.items():
-            named[i] = name
-        regex = _sre_engine.compile(pattern, flags | tree.state.flags, code, tree.state.groups - 1, groups,
-                                    tuple(named))
+        regex = _engine_compile(pattern, flags | tree.state.flags, code, tree.state.groups - 1, tree.state.groupdict)
     except Exception:  # noqa: BLE001 - another interpreter's compiler: let re do it all
         regex, code = re.compile(pattern, flags), None
     return regex, code
+
+
+def _engine_compile(pattern: str, flags: int, code: list[int] | None, groups: int,
+                    names: dict[str, int]) -> re.Pattern[str]:
+    """The regular expression engine's object for compiled ``code`` (as ``re.compile`` makes it last), with
+    ``groups`` capturing groups and ``names`` naming some of them."""
+    index: list[str | None] = [None] * (groups + 1)
+    for name, i in names.items():
+        index[i] = name
+    compiled: re.Pattern[str] = _sre_engine.compile(pattern, flags, code, groups, names, tuple(index))
+    return compiled
 
 
 def _required(tree: Any) -> Needs | None:
