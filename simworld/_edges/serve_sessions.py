@@ -24,6 +24,7 @@ from simworld._running.job import event_file_content, event_file_name, harness_l
 from simworld._running.rundir import EVENTS, RESULTS, ResultsFile
 from simworld._scenario.scenario import Scenario
 from simworld._world.clock import wall_monotonic
+from simworld._world.events import write_all
 from simworld._world.state import canonical_bytes
 from simworld._world.tools import TOOLS, Kind
 from simworld.errors import describe_exception
@@ -60,12 +61,6 @@ def _instructions(scenario: Scenario, env: Environment) -> str:
             f"The conversation ends when you call one of: {', '.join(terminal)}.\n\n"
             f"{env.policy_text}\n\n"
             f"The customer's request:\n\n{env.request}")
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:  # a regular file takes it in one call; the loop only guards against a short write
-        view = view[os.write(fd, view):]
 
 
 class EpisodeFiles:
@@ -266,7 +261,7 @@ class EpisodeSession:
             line["hook_errors"] = run_post_hooks(scenario, episode, line, out)
             if fd >= 0:
                 try:
-                    _write_all(fd, event_file_content(scenario, episode, trial, line["harness_error"]))
+                    write_all(fd, event_file_content(scenario, episode, trial, line["harness_error"]))
                 except Exception as exc:
                     if line["harness_error"] is None:
                         line["harness_error"] = "while writing the event file: " + describe_exception(exc, frames=True)

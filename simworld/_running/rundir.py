@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from simworld._world.events import open_temp, temp_path, write_atomic
+from simworld._world.events import open_temp, temp_path, write_all, write_atomic
 from simworld.errors import RunDirError
 
 __all__ = ["EVENTS", "META", "RESULTS", "Key", "ResultsFile", "atomic_output", "check_output_dir", "check_output_file",
@@ -246,10 +246,7 @@ class ResultsFile:
 
     def append(self, line: bytes) -> None:
         """Append one whole line (``line`` ends with a newline)."""
-        view = memoryview(line)
-        while view:  # a regular file takes it in one call; the loop only guards against a short write
-            n = os.write(self._fd, view)
-            view = view[n:]
+        write_all(self._fd, line)
 
     def close(self) -> None:
         """Close the file."""

@@ -121,6 +121,14 @@ def open_temp(tmp: str) -> int:
         return os.open(tmp, flags, 0o666)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to the file descriptor ``fd`` (a regular file takes it in one call; the loop only
+    guards against a short write)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename: a kill never leaves half a file.
 
@@ -131,9 +139,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     fd = open_temp(tmp)  # no buffered file object: one per episode
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, target)
