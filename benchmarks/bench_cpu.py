@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import resource
 import shutil
 import statistics
@@ -47,6 +46,7 @@ import time
 from pathlib import Path
 
 from _record import commit_of, recorded_command  # benchmarks/, this script's folder
+from _valgrind import VALGRIND, instruction_count
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = 28
@@ -102,17 +102,16 @@ def instructions(tree: Path, agent: str, first: int, count: int, work: Path) -> 
     def counted(n: int) -> int:
         env = child_env(tree, work, PYTHONHASHSEED="0", SIMWORLD_NO_CACHE="1", SIMWORLD_PROGRESS_EVERY="1000000")
         out = work / f"counted-{first}-{n}"
-        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-               sys.executable, "-m", "simworld", "run", "--seeds", f"{first}..{first + n - 1}", "--agent", agent,
-               "--out", str(out)]
+        cmd = [*VALGRIND, sys.executable, "-m", "simworld", "run", "--seeds", f"{first}..{first + n - 1}",
+               "--agent", agent, "--out", str(out)]
         try:
             done = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True)
         finally:
             shutil.rmtree(out, ignore_errors=True)
-        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        found = instruction_count(done.stderr)
         if done.returncode not in (0, 1) or found is None:
             raise SystemExit(f"valgrind run of {tree} ({agent}) failed: {done.stderr[-2000:]}")
-        return int(found.group(1).replace(",", ""))
+        return found
 
     return (counted(count) - counted(1)) / (SUITE * (count - 1))
 

@@ -55,7 +55,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import re
 import shutil
 import signal
 import socket
@@ -70,6 +69,7 @@ from typing import Any
 
 import orjson
 from _record import commit_of
+from _valgrind import VALGRIND, instruction_count
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = "split-balance-three-ways"
@@ -533,18 +533,17 @@ def instructions(tree: Path, work: Path, episodes: int) -> float:
 
     def counted(n: int) -> int:
         out = work / f"counted-{tree.name}-{n}-{time.monotonic_ns()}"
-        server = Server(tree, out, wrapper=("valgrind", "--tool=cachegrind", "--cache-sim=no",
-                                            "--cachegrind-out-file=/dev/null"))
+        server = Server(tree, out, wrapper=VALGRIND)
         try:
             for run in (1, n):
                 _collect([client(server.url, run)])
         finally:
             server.stop(signal.SIGINT)  # a clean exit, after which valgrind writes its count
-        found = re.search(r"I\s+refs:\s+([\d,]+)", server.log.read_text())
+        found = instruction_count(server.log.read_text())
         shutil.rmtree(out, ignore_errors=True)
         if found is None:
             raise SystemExit(f"valgrind run of {tree}'s server gave no count: {server.log.read_text()[-2000:]}")
-        return int(found.group(1).replace(",", ""))
+        return found
 
     steps, _ = _solution()
     return (counted(episodes) - counted(0)) / (episodes * len(steps))

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import orjson
 from _record import commit_of, recorded_command  # benchmarks/, this script's folder
+from _valgrind import VALGRIND, instruction_count
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = {
@@ -92,14 +92,13 @@ class Tree:
         """Millions of instructions of ``one`` and ``two`` under valgrind, and the fixed cost and episodes they give."""
         got = {}
         for name in ("one", "two"):
-            cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                   sys.executable, "-m", "simworld", *COMMANDS[name], "--out", str(self.work / "out")]
+            cmd = [*VALGRIND, sys.executable, "-m", "simworld", *COMMANDS[name], "--out", str(self.work / "out")]
             done = subprocess.run(cmd, env={**self.env, "PYTHONHASHSEED": "0"}, cwd=self.work, capture_output=True,
                                   text=True)
-            found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+            found = instruction_count(done.stderr)
             if done.returncode != 0 or found is None:
                 raise SystemExit(f"valgrind run of {self.path} failed: {done.stderr[-2000:]}")
-            got[name] = int(found.group(1).replace(",", "")) / 1e6
+            got[name] = found / 1e6
         got["episodes"] = got["two"] - got["one"]
         got["fixed"] = got["one"] - got["episodes"]
         return {name: round(value, 1) for name, value in got.items()}
