@@ -315,6 +315,30 @@ def test_the_package_exports_on_first_use() -> None:
         simworld.nope  # noqa: B018
 
 
+def test_a_tools_code_changed_in_place_is_another_key(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's code is hashed once per tool, function and code object: the same tool whose function is given other
+    code (a debugger's or a hot reload's edit) names another file, and giving back the first code names the first
+    file again."""
+    import types
+
+    from simworld import tools
+
+    sc = BY_ID["waive-small-fee"]
+    real = tools.TOOLS["waive_fee"]
+    fn = types.FunctionType(real.fn.__code__, real.fn.__globals__, real.fn.__name__, real.fn.__defaults__,
+                            real.fn.__closure__)
+    fn.__kwdefaults__ = real.fn.__kwdefaults__
+    monkeypatch.setitem(tools.TOOLS, "waive_fee", attrs.evolve(real, fn=fn))
+    key = endstates._file(sc, 0)
+    assert key is not None and endstates._file(sc, 0) == key
+    first = fn.__code__
+    fn.__code__ = first.replace(co_consts=(*first.co_consts, "another constant"))
+    assert endstates._file(sc, 0) != key
+    fn.__code__ = first
+    assert endstates._file(sc, 0) == key
+    assert endstates._file(sc, 1) != key
+
+
 def test_a_tool_replaced_at_run_time_is_not_served_from_the_cache(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """End states played with one implementation of a tool are not reused once another is registered (in memory
     or on disk), and the disk key is the same in another process under another hash seed."""

@@ -35,6 +35,7 @@ import orjson
 
 from simworld._scenario.scenario import Scenario
 from simworld._world.diskcache import cache_dir, disk_cache_enabled, set_disk_cache
+from simworld._world.events import write_all
 from simworld._world.hashing import blake2b
 from simworld._world.models import json_bytes, record_from_json
 from simworld._world.state import State
@@ -135,18 +136,35 @@ def _tools_code(scenario: Scenario) -> list[str]:
     """A hash of each of the scenario's tools' code, wherever it is defined (a tool of your own included)."""
     from simworld._world.tools import TOOLS
 
-    out = []
-    for name in scenario.tools:
-        tool = TOOLS.get(name)
-        fn = getattr(tool, "fn", None)
-        code = getattr(fn, "__code__", None)
-        if code is None:
-            out.append(f"{name}:?")
-            continue
-        h = blake2b(repr(getattr(tool, "latency", None)).encode(), digest_size=12)
-        _hash_code(code, h)
-        out.append(f"{name}:{getattr(fn, '__module__', '?')}:{h.hexdigest()}")
-    return out
+    return [_tool_code(name, TOOLS.get(name)) for name in scenario.tools]
+
+
+def _tool_code(name: str, tool: Any) -> str:
+    """A hash of ``tool``'s code and latency under ``name``, hashed once per tool, function, code object and latency
+    (a process asks for it at every (scenario, seed) it grades; a tool replaced, or its function's code, is
+    hashed again)."""
+    fn = getattr(tool, "fn", None)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return f"{name}:?"
+    latency = repr(getattr(tool, "latency", None))
+    module = getattr(fn, "__module__", "?")
+    key = (name, id(tool))
+    held = _TOOL_CODE.get(key)
+    if held is not None and held[0] is tool and held[1] is fn and held[2] is code and held[3] == (latency, module):
+        return held[4]
+    h = blake2b(latency.encode(), digest_size=12)
+    _hash_code(code, h)
+    hashed = f"{name}:{module}:{h.hexdigest()}"
+    if len(_TOOL_CODE) >= 1024:
+        _TOOL_CODE.clear()
+    _TOOL_CODE[key] = (tool, fn, code, (latency, module), hashed)
+    return hashed
+
+
+#: Per (name, tool id): the tool, its function and code object (held, so that an id is not reused while kept), its
+#: latency's repr and module, and their hash (see :func:`_tool_code`).
+_TOOL_CODE: dict[tuple[str, int], tuple[Any, Any, Any, tuple[str, str], str]] = {}
 
 
 def _hash_code(code: Any, h: Any) -> None:
@@ -180,15 +198,30 @@ def _file(scenario: Scenario, seed: int) -> Path | None:
     """The cache file of (scenario, seed), or None when the scenario's snapshot has no file digest."""
     if not scenario.snapshot.digest:
         return None
+    tools = _tools_code(scenario)
+    held = _what.get(id(scenario))
+    if held is None or held[0] is not scenario or held[1] != tools:
+        held = (scenario, tools, _scenario_bytes(scenario, tools))
+        if len(_what) >= 256:
+            _what.clear()
+        _what[id(scenario)] = held
+    if held[2] is None:  # something in the scenario that is not JSON: do not guess a key for it
+        return None
+    name = blake2b(b"%b\nseed %d" % (held[2], seed), digest_size=20).hexdigest()
+    return cache_dir() / name[:2] / f"{name}.json"
+
+
+def _scenario_bytes(scenario: Scenario, tools: list[str]) -> bytes | None:
+    """What a (scenario, seed)'s end states depend on, but the seed, as JSON (``tools``: their code's hashes); None
+    when the scenario holds something JSON cannot."""
     what = {
         "format": _FORMAT,
         "code": _code_digest(),
-        "tools": _tools_code(scenario),
+        "tools": tools,
         # The file's digest, and what the snapshot holds in memory (a test or a benchmark may change it there).
         "snapshot": [scenario.snapshot.digest, f"{scenario.snapshot.base.business_sum:x}",
                      f"{scenario.snapshot.base.comms_sum:x}", scenario.snapshot.clock.isoformat(),
                      repr(scenario.snapshot.policy)],
-        "seed": seed,
         "scenario": {
             "id": scenario.id, "target": scenario.target, "perturb": scenario.perturb, "params": scenario.params,
             "tools": list(scenario.tools), "max_steps": scenario.max_steps, "timeout_s": scenario.timeout_s,
@@ -200,11 +233,14 @@ def _file(scenario: Scenario, seed: int) -> Path | None:
         },
     }
     try:
-        data = orjson.dumps(what, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # something in the scenario that is not JSON: do not guess a key for it
+        return orjson.dumps(what, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
         return None
-    name = blake2b(data, digest_size=20).hexdigest()
-    return cache_dir() / name[:2] / f"{name}.json"
+
+
+#: Per scenario (by identity; a scenario is never changed in place: ``attrs.evolve`` makes another, and so does
+#: every load): the scenario, its tools' code hashes and :func:`_scenario_bytes`, made once, not at every seed.
+_what: dict[int, tuple[Scenario, list[str], bytes | None]] = {}
 
 
 def _changed(start: State, end: State) -> list[list[Any]]:
@@ -220,18 +256,36 @@ def _changed(start: State, end: State) -> list[list[Any]]:
 def _write(path: Path, scenario: Scenario, seed: int, states: list[State | None]) -> None:
     start = scenario.instance(seed).state
     body = orjson.dumps({"format": _FORMAT, "states": [None if s is None else _changed(start, s) for s in states]})
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with contextlib.suppress(OSError):  # a cache that cannot be written is a cache miss next time, no more
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(body)
-        os.replace(tmp, path)
-    with contextlib.suppress(OSError):
-        tmp.unlink(missing_ok=True)
+    target = os.fspath(path)
+    tmp = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"  # one per writer: workers may write one file at once
+    try:  # a cache that cannot be written is a cache miss next time, no more
+        try:
+            fd = os.open(tmp, _NEW_FILE, 0o666)
+        except FileNotFoundError:  # the first file under its two-letter folder
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd = os.open(tmp, _NEW_FILE, 0o666)
+        try:
+            write_all(fd, body)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+#: How :func:`_write` opens its temporary file: new, for writing, a stale one of a killed writer's emptied.
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
 
 def _read(path: Path, scenario: Scenario, seed: int) -> list[State | None] | None:
     try:
-        data = orjson.loads(path.read_bytes())
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # none yet (the usual case in a sweep of fresh seeds), or one that cannot be read: a miss
+        return None
+    try:
+        with open(fd, "rb") as f:
+            data = orjson.loads(f.read())
         if data.get("format") != _FORMAT or len(data["states"]) != len(scenario.solutions):
             return None
         start = scenario.instance(seed).state

@@ -30,8 +30,17 @@ def disk_cache_enabled() -> bool:
 
 def cache_dir() -> Path:
     """Where the end-state files live (the compiled patterns in its ``patterns/``)."""
-    explicit = os.environ.get("SIMWORLD_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "simworld" / "end-states"
+    env = os.environ
+    key = (env.get("SIMWORLD_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+    held = _dirs.get(key)
+    if held is None:
+        explicit, xdg, _ = key
+        held = Path(explicit) if explicit else Path(xdg or str(Path.home() / ".cache")) / "simworld" / "end-states"
+        if len(_dirs) >= 64:
+            _dirs.clear()
+        _dirs[key] = held
+    return held
+
+
+#: The folder :func:`cache_dir` names, per the environment variables it reads (asked for at every (scenario, seed)).
+_dirs: dict[tuple[str | None, str | None, str | None], Path] = {}
