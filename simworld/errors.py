@@ -124,5 +124,9 @@ def exception_text(exc: BaseException) -> str:
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "…"
 
 
+class CacheSettingError(SimworldError, ValueError):
+    """An environment variable that sets the disk cache holds a value it cannot take; the message says which."""
+
+
 class FamilyError(SimworldError, ValueError):
     """A task family's manifest, phrasings or solver is wrong, or its parameter space cannot give what was asked."""

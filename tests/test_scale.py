@@ -315,6 +315,54 @@ def test_the_package_exports_on_first_use() -> None:
         simworld.nope  # noqa: B018
 
 
+def test_the_disk_cache_stays_within_its_bound(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep of fresh seeds writes a file per (scenario, seed); SIMWORLD_CACHE_MAX_MB bounds what they take: each
+    of the 256 folders holds at most its share once a write trims it, the oldest go first, and an end state whose
+    file was removed is played again to the same state."""
+    from simworld._world.diskcache import trim_folder
+
+    sc = BY_ID["waive-small-fee"]
+    per_folder = 3 * 4096  # about two of this scenario's files
+    monkeypatch.setenv("SIMWORLD_CACHE_MAX_MB", repr(per_folder * 256 / 2**20))
+    monkeypatch.setattr(endstates, "_TRIM_EVERY", 1)  # trim after every write (a run trims after every 64th)
+    seeds = range(400)
+    played = {seed: [s.hash for s in solution_end_states(sc, seed)] for seed in seeds}
+    files = list(cache.rglob("*.json"))
+    assert 0 < len(files) < len(seeds)  # the bound removed some
+    used: dict[Path, int] = {}
+    for f in files:
+        used[f.parent] = used.get(f.parent, 0) + (f.stat().st_blocks * 512 or f.stat().st_size)
+    assert max(used.values()) <= per_folder
+    endstates.clear_process_cache()
+    assert {seed: [s.hash for s in solution_end_states(sc, seed)] for seed in seeds} == played
+
+    # The oldest written go first, down to three quarters of the budget; under it, nothing is removed.
+    folder = cache / "zz"
+    folder.mkdir()
+    for age in range(6):
+        (folder / f"f{age}").write_bytes(b"x" * 4096)
+        os.utime(folder / f"f{age}", ns=(age * 10**9, age * 10**9))
+    size = (folder / "f0").stat().st_blocks * 512 or 4096
+    assert trim_folder(str(folder), 6 * size) == 0
+    assert trim_folder(str(folder), 4 * size) == 3
+    assert sorted(p.name for p in folder.iterdir()) == ["f3", "f4", "f5"]
+
+
+@pytest.mark.parametrize("value", ["lots", "-3", "0", "nan", "inf", "1e999"])
+def test_a_bad_cache_bound_is_named_before_any_work(tmp_path: Path, value: str) -> None:
+    """SIMWORLD_CACHE_MAX_MB set to anything but a size above 0: one line naming it and how to fix it, status 2, and
+    no run directory, through the plain ``run`` reading and the full command line alike."""
+    env = {**os.environ, "SIMWORLD_CACHE_MAX_MB": value, "SIMWORLD_CACHE_DIR": str(tmp_path / "cache")}
+    for args in (["run", "--seed", "1", "--out", "o"], ["run", "--seed", "1", "--out", "o", "--trials", "01"],
+                 ["check", "--scenario", "waive-small-fee"]):
+        done = subprocess.run([sys.executable, "-m", "simworld", *args], capture_output=True, text=True, cwd=tmp_path,
+                              env=env, timeout=300)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.startswith(f"simworld: error: SIMWORLD_CACHE_MAX_MB={value!r} is not a size"), done.stderr
+        assert "megabytes above 0" in done.stderr and done.stdout == ""
+    assert not (tmp_path / "o").exists() and not (tmp_path / "cache").exists()
+
+
 def test_a_tools_code_changed_in_place_is_another_key(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tool's code is hashed once per tool, function and code object: the same tool whose function is given other
     code (a debugger's or a hot reload's edit) names another file, and giving back the first code names the first

@@ -73,6 +73,13 @@ def _root(
                                           help="Print simworld's version and exit.")] = False,
 ) -> None:
     """A deterministic simulated billing world for evaluating and training agents."""
+    from simworld._world.diskcache import cache_budget
+    from simworld.errors import CacheSettingError
+
+    try:
+        cache_budget()
+    except CacheSettingError as exc:  # before any work, whichever command reads the cache
+        raise _fail(str(exc)) from None
 
 
 # click's UsageError (bad option, bad value, unknown command), found through the one subclass typer

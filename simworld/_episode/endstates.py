@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from simworld._scenario.scenario import Scenario
-from simworld._world.diskcache import cache_dir, disk_cache_enabled, set_disk_cache
+from simworld._world.diskcache import cache_budget, cache_dir, disk_cache_enabled, set_disk_cache, trim_folder
 from simworld._world.events import write_all
 from simworld._world.hashing import blake2b
 from simworld._world.models import json_bytes, record_from_json
@@ -111,7 +111,10 @@ def kept_end_states(scenario: Scenario, seed: int) -> KeptEndStates:
         if held is not None and held[0] is scenario and held[2] == tools:
             _held.move_to_end(key)
             return held[1]
-    path = _file(scenario, seed) if disk_cache_enabled() else None
+    path = None
+    if disk_cache_enabled():
+        cache_budget()  # a bad SIMWORLD_CACHE_MAX_MB is named now, not when a write first trims a folder
+        path = _file(scenario, seed)
     states = _read(path, scenario, seed) if path is not None else None
     kept = KeptEndStates(scenario, seed, states or [None] * len(scenario.solutions), path)
     with _lock:
@@ -198,16 +201,23 @@ def _file(scenario: Scenario, seed: int) -> Path | None:
     """The cache file of (scenario, seed), or None when the scenario's snapshot has no file digest."""
     if not scenario.snapshot.digest:
         return None
-    tools = _tools_code(scenario)
+    from simworld._world.tools import TOOLS
+
+    tools = tuple(map(TOOLS.get, scenario.tools))
+    codes = tuple([getattr(getattr(tool, "fn", None), "__code__", None) for tool in tools])
     held = _what.get(id(scenario))
-    if held is None or held[0] is not scenario or held[1] != tools:
-        held = (scenario, tools, _scenario_bytes(scenario, tools))
+    # Tuples compare item by item, each by identity first: the same tools and code, at the cost of a glance.
+    if held is None or held[0] is not scenario or held[1] != tools or held[2] != codes:
+        data = _scenario_bytes(scenario, _tools_code(scenario))
+        held = (scenario, tools, codes, None if data is None else blake2b(data, digest_size=20))
         if len(_what) >= 256:
             _what.clear()
         _what[id(scenario)] = held
-    if held[2] is None:  # something in the scenario that is not JSON: do not guess a key for it
+    if held[3] is None:  # something in the scenario that is not JSON: do not guess a key for it
         return None
-    name = blake2b(b"%b\nseed %d" % (held[2], seed), digest_size=20).hexdigest()
+    h = held[3].copy()  # the hash of what the end states depend on, the seed last
+    h.update(b"\nseed %d" % seed)
+    name = h.hexdigest()
     return cache_dir() / name[:2] / f"{name}.json"
 
 
@@ -239,8 +249,9 @@ def _scenario_bytes(scenario: Scenario, tools: list[str]) -> bytes | None:
 
 
 #: Per scenario (by identity; a scenario is never changed in place: ``attrs.evolve`` makes another, and so does
-#: every load): the scenario, its tools' code hashes and :func:`_scenario_bytes`, made once, not at every seed.
-_what: dict[int, tuple[Scenario, list[str], bytes | None]] = {}
+#: every load): the scenario, its tools and their functions' code when it was read, and the hash of
+#: :func:`_scenario_bytes` (None: not JSON), made once, not at every seed.
+_what: dict[int, tuple[Scenario, tuple[Any, ...], tuple[Any, ...], Any]] = {}
 
 
 def _changed(start: State, end: State) -> list[list[Any]]:
@@ -272,6 +283,20 @@ def _write(path: Path, scenario: Scenario, seed: int, states: list[State | None]
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        return
+    global _written
+    _written += 1
+    if _written % _TRIM_EVERY == 0:
+        trim_folder(os.path.dirname(target), cache_budget() // _FOLDERS)
+
+
+#: A folder of the cache is trimmed (:func:`~simworld._world.diskcache.trim_folder`) after every this many files a
+#: process writes: the one just written to, which a file's hash picks evenly from :data:`_FOLDERS`. A process starts
+#: counting at a point its id picks, so that processes of a few writes each (a one-seed run) trim as often, together,
+#: as one long sweep.
+_TRIM_EVERY = 64
+_FOLDERS = 256  # a file's folder: the first two hex digits of its name
+_written = os.getpid() % _TRIM_EVERY
 
 
 #: How :func:`_write` opens its temporary file: new, for writing, a stale one of a killed writer's emptied.

@@ -2,15 +2,25 @@
 (:mod:`simworld._episode.endstates`) and the text graders' compiled patterns (:mod:`graders._patterns`).
 
 Both are caches in the strict sense: deleting them, or turning them off, changes no result, only how much is
-computed again.
+computed again. The end-state files are bounded on disk (:func:`cache_budget`, :func:`trim_folder`): a sweep of
+fresh seeds writes one per (scenario, seed), and a million episodes would otherwise leave a million files behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["cache_dir", "disk_cache_enabled", "set_disk_cache"]
+from simworld.errors import CacheSettingError
+
+__all__ = ["DEFAULT_MAX_MB", "cache_budget", "cache_dir", "disk_cache_enabled", "set_disk_cache", "trim_folder"]
+
+#: How many megabytes the end-state files may take on disk unless ``SIMWORLD_CACHE_MAX_MB`` says otherwise: about
+#: 100,000 (scenario, seed)s, the suite's 28 scenarios at 3,500 seeds.
+DEFAULT_MAX_MB = 512
 
 _disk_enabled: bool | None = None  # None: the environment decides
 
@@ -44,3 +54,60 @@ def cache_dir() -> Path:
 
 #: The folder :func:`cache_dir` names, per the environment variables it reads (asked for at every (scenario, seed)).
 _dirs: dict[tuple[str | None, str | None, str | None], Path] = {}
+
+
+def cache_budget() -> int:
+    """How many bytes of the disk the end-state files may take: ``SIMWORLD_CACHE_MAX_MB`` megabytes (a number above
+    0), else :data:`DEFAULT_MAX_MB`.
+
+    Raises:
+        CacheSettingError: ``SIMWORLD_CACHE_MAX_MB`` is set to anything but a number of megabytes above 0.
+    """
+    raw = os.environ.get("SIMWORLD_CACHE_MAX_MB", "").strip()
+    if not raw:
+        return DEFAULT_MAX_MB << 20
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not (0 < mb < math.inf):
+        raise CacheSettingError(
+            f"SIMWORLD_CACHE_MAX_MB={raw!r} is not a size: set it to a number of megabytes above 0 (the default is "
+            f"{DEFAULT_MAX_MB}), or unset it; to keep no end states on disk, use --no-cache or SIMWORLD_NO_CACHE=1.")
+    return max(1, int(mb * (1 << 20)))
+
+
+def trim_folder(folder: str, budget: int) -> int:
+    """When the files in ``folder`` take more than ``budget`` bytes of the disk, remove the oldest written until
+    they take three quarters of it (a trim makes room for many writes, not one); the number removed.
+
+    A file another process removes or replaces meanwhile is skipped; a folder that cannot be read is left alone.
+    """
+    found: list[tuple[int, str, int]] = []
+    total = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                size = getattr(st, "st_blocks", 0) * 512 or st.st_size  # what it takes of the disk, where known
+                total += size
+                found.append((st.st_mtime_ns, entry.name, size))
+    except OSError:
+        return 0
+    if total <= budget:
+        return 0
+    found.sort()
+    removed = 0
+    for _, name, size in found:
+        if total <= budget * 3 // 4:
+            break
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
+            removed += 1
+        total -= size
+    return removed
