@@ -29,7 +29,14 @@ from typing import Any
 import attrs
 import orjson
 
-from simworld._grading.projection import Projection, group_key, group_records, record_paths
+from simworld._grading.projection import (
+    INSTALMENT_KEYS,
+    Projection,
+    group_key,
+    group_records,
+    instalment_path,
+    record_paths,
+)
 from simworld._grading.verdict import Check, Verdict
 from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, to_json
 
@@ -257,7 +264,7 @@ def _plan_changes(plan_id: str, old: Any, new: Any) -> tuple[Projection, Project
             return None
         if was_json == now_json:
             continue
-        where = f"{prefix}/instalments/{seq}"
+        where = instalment_path(plan_id, seq)
         for k, v in was_json.items():
             cut_before[f"{where}/{k}"] = v
         for k, v in now_json.items():
@@ -273,8 +280,8 @@ def _instalment_fields(instalment: Any) -> dict[str, Any] | None:
     if instalment is None:
         return {}
     fields = to_json(instalment)
-    fields.pop("seq", None)
-    fields.pop("id", None)
+    for left_out in INSTALMENT_KEYS:
+        fields.pop(left_out, None)
     return fields if _PLAIN.issuperset(map(type, fields.values())) else None
 
 

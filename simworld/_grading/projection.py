@@ -17,8 +17,8 @@ from typing import Any
 from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, canonical_json, memo, to_json
 from simworld._world.state import State
 
-__all__ = ["Projection", "compare", "diff", "group_key", "group_records", "project", "projected_size", "record_paths",
-           "same_records", "touched"]
+__all__ = ["INSTALMENT_KEYS", "Projection", "compare", "diff", "group_key", "group_records", "instalment_path",
+           "project", "projected_size", "record_paths", "same_records", "touched"]
 
 Projection = dict[str, Any]
 
@@ -82,6 +82,15 @@ def record_paths(state: State, table: str, key: str) -> Projection:
     return memo(record, "_paths_" + table, lambda r: _own_paths(r, table, r.id))
 
 
+#: An instalment's fields that are not projected under its path: its seq is in the path, its id is generated.
+INSTALMENT_KEYS = ("seq", "id")
+
+
+def instalment_path(plan_id: str, seq: Any) -> str:
+    """Where instalment ``seq`` of plan ``plan_id`` is projected: its fields lie under this path."""
+    return f"plans/{plan_id}/instalments/{seq}"
+
+
 def _sibling_paths(record: Any) -> tuple[tuple[str, Any], ...]:
     """A payment's or credit's paths below its position, generated identifiers left out."""
     table = type(record).table
@@ -101,9 +110,10 @@ def _own_paths(record: Any, table: str, rid: str) -> Projection:
     if table == "plans":
         instalments = data.pop("instalments")
         for inst in instalments:
-            seq = inst.pop("seq")
-            inst.pop("id")
-            prefix = f"plans/{rid}/instalments/{seq}"
+            seq = inst["seq"]
+            for left_out in INSTALMENT_KEYS:
+                del inst[left_out]
+            prefix = instalment_path(rid, seq)
             for k, v in inst.items():  # _flatten's, written here: an instalment's fields are its leaves
                 if isinstance(v, (dict, list)):
                     _flatten(f"{prefix}/{k}", v, out)
