@@ -17,7 +17,11 @@ to a temporary directory with ``git archive``). For each agent, in rounds that a
    around the call after one warm-up seed. This is a split of the same work without start-up, not a
    substitute for (1).
 
-3. with ``--instructions``: the instructions one more episode executes, counted by valgrind (cachegrind,
+3. with ``--cached``: the full runs of (1) again with the end-state disk cache on, as ``simworld run`` is by
+   default, in a folder under ``--work`` emptied each round (fresh seeds: every (scenario, seed) is a miss and
+   a file written), so a change in what the cache costs an episode shows; ``--work`` on the disk for a disk's
+   cost.
+4. with ``--instructions``: the instructions one more episode executes, counted by valgrind (cachegrind,
    no cache simulation) over full runs as in (1), ``--instruction-seeds`` seeds less one. The count
    is the same on every run of the same tree and seeds, whatever else the machine does, so it shows a
    change that CPU time, which varies by tens of percent between runs on a shared machine, cannot.
@@ -85,8 +89,12 @@ def child_cpu(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, fl
     return after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
 
 
-def full_run(tree: Path, agent: str, first: int, count: int, work: Path) -> tuple[float, float]:
-    env = child_env(tree, work, SIMWORLD_NO_CACHE="1", SIMWORLD_PROGRESS_EVERY="1000000")
+def full_run(tree: Path, agent: str, first: int, count: int, work: Path,
+             cache: Path | None = None) -> tuple[float, float]:
+    """(user, system) CPU of ``simworld run`` over ``count`` seeds from ``first``: with no disk cache, or with the
+    end-state disk cache on in ``cache`` (as a run is by default)."""
+    cached = {"SIMWORLD_CACHE_DIR": str(cache)} if cache is not None else {"SIMWORLD_NO_CACHE": "1"}
+    env = child_env(tree, work, SIMWORLD_PROGRESS_EVERY="1000000", **cached)
     out = work / f"run-{first}-{count}"
     cmd = [sys.executable, "-m", "simworld", "run", "--seeds", f"{first}..{first + count - 1}", "--agent", agent,
            "--out", str(out)]
@@ -150,6 +158,9 @@ def main() -> None:
     ap.add_argument("--instructions", action="store_true",
                     help="also count instructions per episode under valgrind (deterministic; needs valgrind)")
     ap.add_argument("--instruction-seeds", type=int, default=4, help="seeds of the counted run (28 episodes each)")
+    ap.add_argument("--cached", action="store_true",
+                    help="also time full runs with the end-state disk cache on, as a run is by default (in a folder "
+                         "under --work, emptied each round: fresh seeds, so every file is a miss and a write)")
     args = ap.parse_args()
     if args.instructions and shutil.which("valgrind") is None:
         ap.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind); leave the flag out to "
@@ -162,8 +173,9 @@ def main() -> None:
         for tree in trees.values():  # compile each tree's bytecode, untimed
             full_run(tree, "noop", seed - 1, 1, work)
         for agent in args.agents.split(","):
-            fig = figures[agent] = {k: {"per_episode_ms": [], "per_episode_user_ms": [], "fixed_s": [],
-                                        "in_process_ms": []} for k in trees}
+            keys = ["per_episode_ms", "per_episode_user_ms", "fixed_s", "in_process_ms"]
+            keys += ["per_episode_cached_ms"] if args.cached else []
+            fig = figures[agent] = {k: {key: [] for key in keys} for k in trees}
             for r in range(args.rounds):
                 order = list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]
                 for name, tree in order:  # the same seeds for both trees in a round
@@ -177,16 +189,25 @@ def main() -> None:
                     fig[name]["per_episode_user_ms"].append(per_user * 1e3)
                     fig[name]["fixed_s"].append(fixed)
                     fig[name]["in_process_ms"].append(split * 1e3)
+                    cached = ""
+                    if args.cached:
+                        cache = work / f"cache-{name}"
+                        shutil.rmtree(cache, ignore_errors=True)
+                        c_many = sum(full_run(tree, agent, seed, args.seeds, work, cache))
+                        c_one = sum(full_run(tree, agent, seed + args.seeds, 1, work, cache))
+                        per_cached = (c_many - c_one) / (SUITE * (args.seeds - 1))
+                        fig[name]["per_episode_cached_ms"].append(per_cached * 1e3)
+                        cached = f"; with the disk cache {per_cached * 1e3:.3f} ms/episode"
                     print(f"{agent} round {r + 1} {name}: full run {per * 1e3:.3f} ms/episode "
                           f"({1 / per:,.0f} episodes per CPU-second; user {per_user * 1e3:.3f} ms), "
                           f"fixed {fixed:.2f} CPU-s; "
-                          f"in one process {split * 1e3:.3f} ms/episode", flush=True)
+                          f"in one process {split * 1e3:.3f} ms/episode{cached}", flush=True)
                 seed += 2 * args.seeds + 2
         summary: dict[str, dict[str, float]] = {}
         least: dict[str, dict[str, float]] = {}
         for agent, fig in figures.items():
             summary[agent], least[agent] = {}, {}
-            for key in ("per_episode_ms", "per_episode_user_ms", "fixed_s", "in_process_ms"):
+            for key in keys:
                 ratios = [n / o for n, o in zip(fig["new"][key], fig["old"][key], strict=True)]
                 summary[agent][key] = round(statistics.median(ratios), 3)
                 least[agent][key] = round(min(fig["new"][key]) / min(fig["old"][key]), 3)

@@ -172,24 +172,42 @@ class TestBrokenGroundTruth:
 
 class TestDiskCache:
     def test_a_file_holds_the_solutions_played_so_far(self, cache: Path, plays: list[str]) -> None:
-        """A reference episode leaves a file with the first end state alone (the others never played); another
-        process (the memory cleared) reads it, plays only the rest for a noop episode and writes the file whole;
-        every end state is the played one."""
+        """A file holds the end states played so far, null for the rest; another process (the memory cleared)
+        reads it, plays only the rest and writes the file whole; every end state is the played one."""
         sc = _fresh(BY_ID["split-balance-three-ways"])
         with TimeGuard() as guard:
-            graded_line(sc, _episode(sc, 7, "reference", guard), guard=guard)
-            assert plays == []
+            ends = SolutionEndStates(sc, 7, guard)
+            ends[1]
+            ends.done()
+            assert plays == [sc.solution_files[1]]
             (path,) = cache.rglob("*.json")
             states = orjson.loads(path.read_bytes())["states"]
-            assert states[0] is not None and states[1:] == [None] * (len(sc.solutions) - 1)
+            assert [i for i, state in enumerate(states) if state is not None] == [1]
             endstates.clear_process_cache()
             graded_line(sc, _episode(sc, 7, "noop", guard), guard=guard)
-            assert plays == list(sc.solution_files[1:])
+            assert plays == [sc.solution_files[1], *(f for i, f in enumerate(sc.solution_files) if i != 1)]
             assert None not in orjson.loads(path.read_bytes())["states"]
             endstates.clear_process_cache()
             stamp = path.stat().st_mtime_ns
             read = solution_end_states(sc, 7, guard)
-            assert plays == list(sc.solution_files[1:]) and path.stat().st_mtime_ns == stamp  # read, not played
+            assert len(plays) == len(sc.solutions) and path.stat().st_mtime_ns == stamp  # read, not played
+            assert [s.hash for s in read] == [s.hash for s in _play_solutions(_fresh(sc), 7, guard)]
+
+    def test_an_end_state_that_cost_nothing_writes_no_file(self, cache: Path, plays: list[str]) -> None:
+        """A reference episode made solution 0's calls: its end state is solution 0's, kept in memory for the seed's
+        other episodes, and no file is written for it (a sweep of such an agent writes none). When a later
+        episode of the seed plays the others, the file is written whole, solution 0's state included."""
+        sc = _fresh(BY_ID["split-balance-three-ways"])
+        with TimeGuard() as guard:
+            graded_line(sc, _episode(sc, 7, "reference", guard), guard=guard)
+            assert plays == [] and not list(cache.rglob("*.json"))
+            graded_line(sc, _episode(sc, 7, "noop", guard), guard=guard)
+            assert plays == list(sc.solution_files[1:])  # solution 0's from memory
+            (path,) = cache.rglob("*.json")
+            assert None not in orjson.loads(path.read_bytes())["states"]
+            endstates.clear_process_cache()
+            read = solution_end_states(sc, 7, guard)
+            assert plays == list(sc.solution_files[1:])
             assert [s.hash for s in read] == [s.hash for s in _play_solutions(_fresh(sc), 7, guard)]
 
 

@@ -109,12 +109,14 @@ class TestEndStateCache:
             assert all(p.overlay[k] == b.overlay[k] for k in p.overlay)
 
     def test_cold_warm_and_no_cache_runs_write_the_same_bytes(self, tmp_path: Path, cache: Path) -> None:
-        """A run that plays the solutions, one that reads them from disk and one with --no-cache are identical."""
+        """A run that plays the solutions, one that reads them from disk and one with --no-cache are identical.
+        (The random agent's episodes read every solution, and make none of their calls.)"""
         env = {**os.environ, "SIMWORLD_CACHE_DIR": str(cache)}
         for name, extra in (("cold", []), ("warm", []), ("bypass", ["--no-cache"])):
-            r = subprocess.run([sys.executable, "-m", "simworld", "run", "--seeds", "0..1", "--out",
-                                str(tmp_path / name), *extra], env=env, capture_output=True, text=True, timeout=600)
-            assert r.returncode == 0, r.stderr
+            r = subprocess.run([sys.executable, "-m", "simworld", "run", "--agent", "random", "--seeds", "0..1",
+                                "--out", str(tmp_path / name), *extra], env=env, capture_output=True, text=True,
+                               timeout=600)
+            assert r.returncode in (0, 1), r.stderr
             if name == "cold":
                 files = sorted(cache.rglob("*.json"))
                 assert len(_end_state_files(cache)) == 2 * len(SUITE)

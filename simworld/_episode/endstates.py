@@ -82,14 +82,19 @@ class KeptEndStates:
         """Solution ``index``'s end state, or None when it has not been played (or read) yet."""
         return self._states[index]
 
-    def keep(self, index: int, state: State) -> State:
-        """Keep ``state`` as solution ``index``'s end state unless one is kept already; the one kept."""
+    def keep(self, index: int, state: State, *, played: bool = True) -> State:
+        """Keep ``state`` as solution ``index``'s end state unless one is kept already; the one kept.
+
+        ``played=False``: ``state`` cost nothing to know (an episode that made the solution's calls reached it),
+        so it is kept in memory for the seed's other episodes but is no reason to write a file: a sweep of an
+        agent that makes solution 0's calls writes none. It is written with a played one, when one comes.
+        """
         with self._lock:
             held = self._states[index]
             if held is not None:
                 return held
             self._states[index] = state
-            self._unsaved = self._path is not None
+            self._unsaved = self._unsaved or (played and self._path is not None)
             return state
 
     def save(self) -> None:

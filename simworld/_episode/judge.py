@@ -100,24 +100,24 @@ class SolutionEndStates(Sequence[State]):
         known = self._kept.known(index)
         if known is not None:
             return known
-        state, why = self._end_state(index)
+        state, why, played = self._end_state(index)
         if why is not None:
             self._broken[index] = (self._scenario.solution_files[index], why)
             raise BrokenSolutionError(self._scenario.path, self._seed, (self._broken[index],))
-        return self._kept.keep(index, state)
+        return self._kept.keep(index, state, played=played)
 
     def __iter__(self) -> Iterator[State]:
         for i in range(len(self)):
             yield self[i]
 
-    def _end_state(self, index: int) -> tuple[State, str | None]:
-        """Solution ``index``'s end state: the episode's when it made the solution's calls, else played now; and
-        why it does not play (None when it does)."""
+    def _end_state(self, index: int) -> tuple[State, str | None, bool]:
+        """Solution ``index``'s end state: the episode's when it made the solution's calls, else played now; why
+        it does not play (None when it does); and whether it was played."""
         name, steps = self._scenario.solution_files[index], self._scenario.solutions[index]
         if self._episode is not None and made_the_calls_of(self._episode, self._scenario, steps,
                                                             f"{self._scenario.id}/{name}"):
-            return self._episode.final_state, None
-        return _play_solution(self._scenario, self._seed, self._guard, name, steps)
+            return self._episode.final_state, None, False
+        return (*_play_solution(self._scenario, self._seed, self._guard, name, steps), True)
 
     def all(self) -> tuple[State, ...]:
         """Every end state, played now where not known; BrokenSolutionError names each file that does not play."""
