@@ -148,6 +148,11 @@ def _error(status: int, code: int, message: str, request_id: Any = None) -> tupl
 Answer = tuple[int, bytes, tuple[tuple[bytes, bytes], ...], Any]
 
 
+def _failed(status: int, code: int, message: str, request_id: Any = None) -> Answer:
+    """A JSON-RPC error answered with ``status``, no session to name or record."""
+    return *_error(status, code, message, request_id), (), None
+
+
 def _refusal(status: int, message: str, *extra: tuple[bytes, bytes]) -> Answer:
     """A request refused before any session is touched: an invalid-request JSON-RPC error with no id."""
     return status, RpcError(INVALID_REQUEST, message).body(None), extra, None
@@ -285,68 +290,62 @@ class HttpGate:
         :data:`MAX_BODY`), with the session to record once it is sent."""
         if body is None:
             return _refusal(413, f"Request body too large: the limit is {MAX_BODY} bytes")
-        status, answer = self._answer(headers, body)
-        if not isinstance(answer, tuple):
-            return status, answer, (), None
-        answer, session = answer
-        if isinstance(session, str):  # a session was opened: name it
-            return status, answer, ((SESSION_HEADER, session.encode()),), None
-        return status, answer, (), session  # a message within a session was answered
+        return self._answer(headers, body)
 
-    def _answer(self, headers: dict[bytes, bytes], body: bytes) -> tuple[int, Any]:
-        """The status and body answering one POSTed JSON-RPC message, with the id of the session it opened or the
-        session it was answered within, if either."""
+    def _answer(self, headers: dict[bytes, bytes], body: bytes) -> Answer:
+        """The answer to one POSTed JSON-RPC message: a session it opened is named in its header, and a session
+        it was answered within is the one to record."""
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            return _error(400, PARSE_ERROR, f"Parse error: {exc}")
+            return _failed(400, PARSE_ERROR, f"Parse error: {exc}")
         if isinstance(message, list):
-            return _error(400, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported (MCP removed "
+            return _failed(400, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported (MCP removed "
                           "them in 2025-06-18); send one message per POST")
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return _error(400, INVALID_REQUEST, 'Invalid Request: expected one JSON-RPC 2.0 message, an object '
+            return _failed(400, INVALID_REQUEST, 'Invalid Request: expected one JSON-RPC 2.0 message, an object '
                           'with "jsonrpc": "2.0"')
         method = message.get("method")
         request_id = message.get("id")
         is_request = "id" in message and method is not None
         if method is not None and not isinstance(method, str) or (
                 is_request and (isinstance(request_id, bool) or not isinstance(request_id, str | int))):
-            return _error(400, INVALID_REQUEST, "Invalid Request: method must be a string and id a string or an "
+            return _failed(400, INVALID_REQUEST, "Invalid Request: method must be a string and id a string or an "
                           "integer")
         if method is None and "result" not in message and "error" not in message:
-            return _error(400, INVALID_REQUEST, "Invalid Request: a message needs a method (a request or a "
+            return _failed(400, INVALID_REQUEST, "Invalid Request: a message needs a method (a request or a "
                           "notification) or a result or error (a response)")
         raw = headers.get(SESSION_HEADER)
         if method == "initialize" and is_request:
             if raw is not None:
-                return _error(400, INVALID_REQUEST, "Bad Request: initialize opens a new session; send it "
+                return _failed(400, INVALID_REQUEST, "Bad Request: initialize opens a new session; send it "
                               "without an mcp-session-id header", request_id)
             try:
                 answer = self.rpc.initialize(request_id, message.get("params"))
             except RpcError as exc:
-                return exc.status, exc.body(request_id)
+                return exc.status, exc.body(request_id), (), None
             if len(self.sessions) >= MAX_SESSIONS:
-                return _error(503, INTERNAL_ERROR, f"Too many open sessions ({MAX_SESSIONS}); end one (DELETE) "
+                return _failed(503, INTERNAL_ERROR, f"Too many open sessions ({MAX_SESSIONS}); end one (DELETE) "
                               "and retry", request_id)
             sid = secrets.token_hex(16)
             self.sessions.open(sid)
-            return 200, (answer, sid)
+            return 200, answer, ((SESSION_HEADER, sid.encode()),), None
         if raw is None:
-            return _error(400, INVALID_REQUEST, "Bad Request: Missing session ID: send the mcp-session-id header "
+            return _failed(400, INVALID_REQUEST, "Bad Request: Missing session ID: send the mcp-session-id header "
                           "that initialize answered with", request_id)
         session = self.sessions.get(raw.decode("latin-1"))
         if session is None:
-            return _error(404, INVALID_REQUEST, "Session not found: it has ended or never existed; initialize a "
+            return _failed(404, INVALID_REQUEST, "Session not found: it has ended or never existed; initialize a "
                           "new one", request_id)
         session.last_active = wall_monotonic()
         version = headers.get(VERSION_HEADER)
         if version is not None and version.decode("latin-1") not in PROTOCOL_VERSIONS:
-            return _error(400, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version "
+            return _failed(400, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version "
                           f"{version.decode('latin-1')!r}; this server speaks {', '.join(PROTOCOL_VERSIONS)}",
                           request_id)
         if not is_request or method is None:  # a notification, or a response to a request it never sends
-            return 202, (b"", session)
-        return 200, (self.rpc.answer(session, request_id, method, message.get("params")), session)
+            return 202, b"", (), session
+        return 200, self.rpc.answer(session, request_id, method, message.get("params")), (), session
 
     def _delete(self, headers: dict[bytes, bytes]) -> tuple[int, bytes]:
         raw = headers.get(SESSION_HEADER)
