@@ -25,7 +25,9 @@ to a temporary directory with ``git archive``). For each agent, in rounds that a
    no cache simulation) over full runs as in (1), ``--instruction-seeds`` seeds less one. The count
    is the same on every run of the same tree and seeds, whatever else the machine does, so it shows a
    change that CPU time, which varies by tens of percent between runs on a shared machine, cannot.
-   Counted once per tree and agent, not per round. Needs valgrind on PATH.
+   Counted once per tree and agent, not per round, for full runs and for (2) in one process (``count`` seeds
+   less one seed, each after its warm-up seed), and with ``--cached`` for full runs with the disk cache on.
+   Needs valgrind on PATH.
 
 The order of the two trees alternates from round to round (new first, then old first), so a drift in the
 machine's speed during a round does not always favour the same tree. Prints each figure per round, the
@@ -123,6 +125,21 @@ def instructions(tree: Path, agent: str, first: int, count: int, work: Path, cac
         found = instruction_count(done.stderr)
         if done.returncode not in (0, 1) or found is None:
             raise SystemExit(f"valgrind run of {tree} ({agent}) failed: {done.stderr[-2000:]}")
+        return found
+
+    return (counted(count) - counted(1)) / (SUITE * (count - 1))
+
+
+def instructions_in_process(tree: Path, agent: str, first: int, count: int, work: Path) -> float:
+    """Instructions per graded episode in one process (valgrind's count of (2)): ``count`` seeds less one seed,
+    each after its warm-up seed, over the episodes between them."""
+    def counted(n: int) -> int:
+        env = child_env(tree, work, PYTHONHASHSEED="0")
+        cmd = [*VALGRIND, sys.executable, "-c", IN_PROCESS, agent, str(first), str(n), str(work)]
+        done = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True)
+        found = instruction_count(done.stderr)
+        if done.returncode != 0 or found is None:
+            raise SystemExit(f"valgrind run of {tree} ({agent}) in one process failed: {done.stderr[-2000:]}")
         return found
 
     return (counted(count) - counted(1)) / (SUITE * (count - 1))
@@ -226,6 +243,13 @@ def main() -> None:
                 summary[agent]["instructions_per_episode"] = round(counts["new"] / counts["old"], 3)
                 print(f"{agent}: instructions per episode new/old {counts['new'] / counts['old']:.3f} "
                       f"(new {counts['new'] / 1e6:.2f} M, old {counts['old'] / 1e6:.2f} M)", flush=True)
+                split = {name: instructions_in_process(tree, agent, seed, args.instruction_seeds, work)
+                         for name, tree in trees.items()}
+                fig["new"]["instructions_per_episode_in_process"] = [split["new"]]
+                fig["old"]["instructions_per_episode_in_process"] = [split["old"]]
+                summary[agent]["instructions_per_episode_in_process"] = round(split["new"] / split["old"], 3)
+                print(f"{agent}: in one process, instructions per episode new/old {split['new'] / split['old']:.3f} "
+                      f"(new {split['new'] / 1e6:.2f} M, old {split['old'] / 1e6:.2f} M)", flush=True)
                 if args.cached:
                     kept = {name: instructions(tree, agent, seed, args.instruction_seeds, work, work / "cache-counted")
                             for name, tree in trees.items()}
