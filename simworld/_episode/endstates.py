@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from simworld._scenario.scenario import Scenario
-from simworld._world.diskcache import cache_budget, cache_dir, disk_cache_enabled, set_disk_cache, trim_folder
+from simworld._world.diskcache import cache_budget, cache_dir, disk_cache_enabled, set_disk_cache, wrote
 from simworld._world.events import write_all
 from simworld._world.hashing import blake2b
 from simworld._world.models import json_bytes, record_from_json
@@ -289,19 +289,7 @@ def _write(path: Path, scenario: Scenario, seed: int, states: list[State | None]
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return
-    global _written
-    _written += 1
-    if _written % _TRIM_EVERY == 0:
-        trim_folder(os.path.dirname(target), cache_budget() // _FOLDERS)
-
-
-#: A folder of the cache is trimmed (:func:`~simworld._world.diskcache.trim_folder`) after every this many files a
-#: process writes: the one just written to, which a file's hash picks evenly from :data:`_FOLDERS`. A process starts
-#: counting at a point its id picks, so that processes of a few writes each (a one-seed run) trim as often, together,
-#: as one long sweep.
-_TRIM_EVERY = 64
-_FOLDERS = 256  # a file's folder: the first two hex digits of its name
-_written = os.getpid() % _TRIM_EVERY
+    wrote(os.path.dirname(target))
 
 
 #: How :func:`_write` opens its temporary file: new, for writing, a stale one of a killed writer's emptied.

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from simworld.errors import CacheSettingError
 
-__all__ = ["DEFAULT_MAX_MB", "cache_budget", "cache_dir", "disk_cache_enabled", "set_disk_cache", "trim_folder"]
+__all__ = ["DEFAULT_MAX_MB", "FOLDERS", "cache_budget", "cache_dir", "disk_cache_enabled", "set_disk_cache",
+           "trim_folder", "wrote"]
 
 #: How many megabytes the end-state files may take on disk unless ``SIMWORLD_CACHE_MAX_MB`` says otherwise: about
-#: 100,000 (scenario, seed)s, the suite's 28 scenarios at 3,500 seeds.
+#: 65,000 (scenario, seed)s of 8 KB, the suite's 28 scenarios at 2,300 seeds.
 DEFAULT_MAX_MB = 512
 
 _disk_enabled: bool | None = None  # None: the environment decides
@@ -75,6 +76,30 @@ def cache_budget() -> int:
             f"SIMWORLD_CACHE_MAX_MB={raw!r} is not a size: set it to a number of megabytes above 0 (the default is "
             f"{DEFAULT_MAX_MB}), or unset it; to keep no end states on disk, use --no-cache or SIMWORLD_NO_CACHE=1.")
     return max(1, int(mb * (1 << 20)))
+
+
+#: The folders the end-state files are spread over: the first two hex digits of a file's name.
+FOLDERS = 256
+#: What an end-state file takes of the disk, about (a few KB of JSON, in 4 KB blocks): how often to trim is worked out
+#: from it (see :func:`wrote`); what a trim removes is worked out from each file's own size.
+_TYPICAL_FILE = 8 << 10
+_written = os.getpid()  # where this process starts counting: processes of a few writes each trim, together, as often
+
+
+def wrote(folder: str) -> None:
+    """Count a file just written into ``folder`` (one of the cache's :data:`FOLDERS`) and, every so often, trim it
+    to its share of :func:`cache_budget` (:func:`trim_folder`).
+
+    A process trims the folder it has just written to once every ``k`` files it writes, ``k`` an eighth of a
+    folder's share in typical files (1 for a share of under 8 of them). A name's hash picks its folder evenly, so a
+    folder is trimmed once in ``k`` of the files written to it, on average: between two trims it gains ``k`` files,
+    an eighth of its share, and the whole cache stays within about 1.125 times the budget.
+    """
+    global _written
+    budget = cache_budget() // FOLDERS
+    _written += 1
+    if _written % max(1, budget // (8 * _TYPICAL_FILE)) == 0:
+        trim_folder(folder, budget)
 
 
 def trim_folder(folder: str, budget: int) -> int:
