@@ -73,13 +73,11 @@ def _root(
                                           help="Print simworld's version and exit.")] = False,
 ) -> None:
     """A deterministic simulated billing world for evaluating and training agents."""
-    from simworld._world.diskcache import cache_budget
-    from simworld.errors import CacheSettingError
+    from simworld._world.diskcache import cache_setting_problem
 
-    try:
-        cache_budget()
-    except CacheSettingError as exc:  # before any work, whichever command reads the cache
-        raise _fail(str(exc)) from None
+    problem = cache_setting_problem()  # before any work, whichever command reads the cache
+    if problem is not None:
+        raise _fail(problem)
 
 
 # click's UsageError (bad option, bad value, unknown command), found through the one subclass typer

@@ -127,13 +127,11 @@ def run_command(*, seed: int | None = None, seeds: str | None = None, world: Pat
         from simworld._episode.endstates import set_disk_cache
 
         set_disk_cache(False)
-    from simworld._world.diskcache import cache_budget
-    from simworld.errors import CacheSettingError
+    from simworld._world.diskcache import cache_setting_problem
 
-    try:
-        cache_budget()
-    except CacheSettingError as exc:
-        return _fail(str(exc))
+    problem = cache_setting_problem()
+    if problem is not None:
+        return _fail(problem)
     if seed is not None and seeds is not None:
         return _fail(f"--seed {seed} and --seeds {seeds!r} both given; use --seed N for one seed or --seeds for many.")
     if world is not None:

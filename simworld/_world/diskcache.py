@@ -16,8 +16,8 @@ from pathlib import Path
 
 from simworld.errors import CacheSettingError
 
-__all__ = ["DEFAULT_MAX_MB", "FOLDERS", "cache_budget", "cache_dir", "disk_cache_enabled", "set_disk_cache",
-           "trim_folder", "wrote"]
+__all__ = ["DEFAULT_MAX_MB", "FOLDERS", "cache_budget", "cache_dir", "cache_setting_problem", "disk_cache_enabled",
+           "set_disk_cache", "trim_folder", "wrote"]
 
 #: How many megabytes the end-state files may take on disk unless ``SIMWORLD_CACHE_MAX_MB`` says otherwise: about
 #: 65,000 (scenario, seed)s of 8 KB, the suite's 28 scenarios at 2,300 seeds.
@@ -57,6 +57,16 @@ def cache_dir() -> Path:
 _dirs: dict[tuple[str | None, str | None, str | None], Path] = {}
 
 
+def cache_setting_problem() -> str | None:
+    """What is wrong with the disk cache's settings (``SIMWORLD_CACHE_MAX_MB``), said for a command's error line,
+    or None: a command checks before any work, so that no episode is the first to find out."""
+    try:
+        cache_budget()
+    except CacheSettingError as exc:
+        return str(exc)
+    return None
+
+
 def cache_budget() -> int:
     """How many bytes of the disk the end-state files may take: ``SIMWORLD_CACHE_MAX_MB`` megabytes (a number above
     0), else :data:`DEFAULT_MAX_MB`.
@@ -91,9 +101,10 @@ def wrote(folder: str) -> None:
     to its share of :func:`cache_budget` (:func:`trim_folder`).
 
     A process trims the folder it has just written to once every ``k`` files it writes, ``k`` an eighth of a
-    folder's share in typical files (1 for a share of under 8 of them). A name's hash picks its folder evenly, so a
-    folder is trimmed once in ``k`` of the files written to it, on average: between two trims it gains ``k`` files,
-    an eighth of its share, and the whole cache stays within about 1.125 times the budget.
+    folder's share in typical files (at least 1: a share of under 16 of them is trimmed at every write). A name's
+    hash picks its folder evenly, so a folder is trimmed once in ``k`` of the files written to it, on average:
+    between two trims it gains ``k`` files, an eighth of its share, and the whole cache stays within about 1.125
+    times the budget.
     """
     global _written
     budget = cache_budget() // FOLDERS
