@@ -39,6 +39,7 @@ least disturbed by the rest of the machine), and writes them to ``benchmarks/res
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -49,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from _record import commit_of, recorded_command  # benchmarks/, this script's folder
@@ -155,6 +157,16 @@ def in_process(tree: Path, agent: str, first: int, count: int, work: Path) -> fl
 
 
 
+def compare_counts(trees: dict[str, Path], fig: dict[str, dict[str, list[float]]], summary: dict[str, float],
+                   label: str, key: str, measure: Callable[[Path], float]) -> None:
+    """``measure`` each tree once; keep the counts under ``key`` and their ratio new/old; print them."""
+    found = {name: measure(tree) for name, tree in trees.items()}
+    fig["new"][key], fig["old"][key] = [found["new"]], [found["old"]]
+    summary[key] = round(found["new"] / found["old"], 3)
+    print(f"{label}instructions per episode new/old {found['new'] / found['old']:.3f} "
+          f"(new {found['new'] / 1e6:.2f} M, old {found['old'] / 1e6:.2f} M)", flush=True)
+
+
 def baseline_tree(spec: str, work: Path) -> Path:
     """``spec`` as a directory, or a git revision of this repository exported into ``work``."""
     if Path(spec).is_dir():
@@ -236,29 +248,15 @@ def main() -> None:
                       f"(new {statistics.median(fig['new'][key]):.3f}, old {statistics.median(fig['old'][key]):.3f}); "
                       f"least readings {least[agent][key]:.3f}")
             if args.instructions:
-                counts = {name: instructions(tree, agent, seed, args.instruction_seeds, work)
-                          for name, tree in trees.items()}
-                fig["new"]["instructions_per_episode"] = [counts["new"]]
-                fig["old"]["instructions_per_episode"] = [counts["old"]]
-                summary[agent]["instructions_per_episode"] = round(counts["new"] / counts["old"], 3)
-                print(f"{agent}: instructions per episode new/old {counts['new'] / counts['old']:.3f} "
-                      f"(new {counts['new'] / 1e6:.2f} M, old {counts['old'] / 1e6:.2f} M)", flush=True)
-                split = {name: instructions_in_process(tree, agent, seed, args.instruction_seeds, work)
-                         for name, tree in trees.items()}
-                fig["new"]["instructions_per_episode_in_process"] = [split["new"]]
-                fig["old"]["instructions_per_episode_in_process"] = [split["old"]]
-                summary[agent]["instructions_per_episode_in_process"] = round(split["new"] / split["old"], 3)
-                print(f"{agent}: in one process, instructions per episode new/old {split['new'] / split['old']:.3f} "
-                      f"(new {split['new'] / 1e6:.2f} M, old {split['old'] / 1e6:.2f} M)", flush=True)
+                at = {"agent": agent, "first": seed, "count": args.instruction_seeds, "work": work}
+                compare_counts(trees, fig, summary[agent], f"{agent}: ", "instructions_per_episode",
+                               functools.partial(instructions, **at))
+                compare_counts(trees, fig, summary[agent], f"{agent}: in one process, ",
+                               "instructions_per_episode_in_process", functools.partial(instructions_in_process, **at))
                 if args.cached:
-                    kept = {name: instructions(tree, agent, seed, args.instruction_seeds, work, work / "cache-counted")
-                            for name, tree in trees.items()}
-                    fig["new"]["instructions_per_episode_cached"] = [kept["new"]]
-                    fig["old"]["instructions_per_episode_cached"] = [kept["old"]]
-                    summary[agent]["instructions_per_episode_cached"] = round(kept["new"] / kept["old"], 3)
-                    print(f"{agent}: with the disk cache, instructions per episode new/old "
-                          f"{kept['new'] / kept['old']:.3f} (new {kept['new'] / 1e6:.2f} M, "
-                          f"old {kept['old'] / 1e6:.2f} M)", flush=True)
+                    compare_counts(trees, fig, summary[agent], f"{agent}: with the disk cache, ",
+                                   "instructions_per_episode_cached",
+                                   functools.partial(instructions, **at, cache=work / "cache-counted"))
                 seed += args.instruction_seeds + 1
         args.out.parent.mkdir(parents=True, exist_ok=True)
         baseline_name = (commit_of(Path(args.baseline)) or "a checkout") if Path(args.baseline).is_dir() \

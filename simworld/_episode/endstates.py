@@ -24,7 +24,6 @@ in memory from a snapshot with no file behind it (no digest) is never written to
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections import OrderedDict
@@ -35,7 +34,7 @@ import orjson
 
 from simworld._scenario.scenario import Scenario
 from simworld._world.diskcache import cache_budget, cache_dir, disk_cache_enabled, set_disk_cache, wrote
-from simworld._world.events import write_all
+from simworld._world.events import write_atomic
 from simworld._world.hashing import blake2b
 from simworld._world.models import json_bytes, record_from_json
 from simworld._world.state import State
@@ -274,26 +273,15 @@ def _write(path: Path, scenario: Scenario, seed: int, states: list[State | None]
     body = orjson.dumps({"format": _FORMAT, "states": [None if s is None else _changed(start, s) for s in states]})
     target = os.fspath(path)
     tmp = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"  # one per writer: workers may write one file at once
-    try:  # a cache that cannot be written is a cache miss next time, no more
+    try:
         try:
-            fd = os.open(tmp, _NEW_FILE, 0o666)
+            write_atomic(target, body, tmp=tmp)
         except FileNotFoundError:  # the first file under its two-letter folder
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            fd = os.open(tmp, _NEW_FILE, 0o666)
-        try:
-            write_all(fd, body)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            write_atomic(target, body, tmp=tmp)
+    except OSError:  # a cache that cannot be written is a cache miss next time, no more
         return
     wrote(os.path.dirname(target))
-
-
-#: How :func:`_write` opens its temporary file: new, for writing, a stale one of a killed writer's emptied.
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
 
 def _read(path: Path, scenario: Scenario, seed: int) -> list[State | None] | None:

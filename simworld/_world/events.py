@@ -129,13 +129,15 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, tmp: str | None = None) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename: a kill never leaves half a file.
 
-    A failed write removes its temporary file; a killed one's is removed by the next write to ``path``.
+    A failed write removes its temporary file; a killed one's is removed by the next write to ``path``. ``tmp``
+    names the temporary file when one per destination (:func:`temp_path`) will not do: writers in several
+    processes that may write the same file at once each need their own.
     """
     target = os.fspath(path)
-    tmp = temp_path(target)
+    tmp = temp_path(target) if tmp is None else tmp
     fd = open_temp(tmp)  # no buffered file object: one per episode
     try:
         try:
