@@ -337,16 +337,31 @@ def test_the_disk_cache_stays_within_its_bound(cache: Path, monkeypatch: pytest.
     endstates.clear_process_cache()
     assert {seed: [s.hash for s in solution_end_states(sc, seed)] for seed in seeds} == played
 
-    # The oldest written go first, down to three quarters of the budget; under it, nothing is removed.
+    # The least recently used go first, down to three quarters of the budget; under it, nothing is removed. A file
+    # written first but read last (f0) is kept.
     folder = cache / "zz"
     folder.mkdir()
     for age in range(6):
         (folder / f"f{age}").write_bytes(b"x" * 4096)
         os.utime(folder / f"f{age}", ns=(age * 10**9, age * 10**9))
+    os.utime(folder / "f0", ns=(10 * 10**9, 0))  # read after every other was written
     size = (folder / "f0").stat().st_blocks * 512 or 4096
     assert trim_folder(str(folder), 6 * size) == 0
     assert trim_folder(str(folder), 4 * size) == 3
-    assert sorted(p.name for p in folder.iterdir()) == ["f3", "f4", "f5"]
+    assert sorted(p.name for p in folder.iterdir()) == ["f0", "f4", "f5"]
+
+
+def test_a_cache_hit_marks_its_file_used(cache: Path) -> None:
+    """Reading an end state from its file sets the file's access time to now and keeps its write time: a trim
+    removes files used less recently first, whenever they were written."""
+    sc = BY_ID["split-balance-three-ways"]
+    played = [s.hash for s in solution_end_states(sc, 4)]
+    (path,) = cache.rglob("*.json")
+    os.utime(path, ns=(10**9, 2 * 10**9))
+    endstates.clear_process_cache()
+    assert [s.hash for s in solution_end_states(sc, 4)] == played  # read from the file
+    after = path.stat()
+    assert after.st_mtime_ns == 2 * 10**9 and after.st_atime_ns > 10**18
 
 
 def test_a_long_sweep_stays_near_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

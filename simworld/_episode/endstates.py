@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from simworld._scenario.scenario import Scenario
-from simworld._world.diskcache import cache_budget, cache_dir, disk_cache_enabled, set_disk_cache, wrote
+from simworld._world.diskcache import cache_budget, cache_dir, disk_cache_enabled, set_disk_cache, used, wrote
 from simworld._world.events import write_atomic
 from simworld._world.hashing import blake2b
 from simworld._world.models import json_bytes, record_from_json
@@ -291,7 +291,9 @@ def _read(path: Path, scenario: Scenario, seed: int) -> list[State | None] | Non
         return None
     try:
         with open(fd, "rb") as f:
-            data = orjson.loads(f.read())
+            raw = f.read()
+            used(f.fileno())  # read now: the last a trim removes
+        data = orjson.loads(raw)
         if data.get("format") != _FORMAT or len(data["states"]) != len(scenario.solutions):
             return None
         start = scenario.instance(seed).state

@@ -12,12 +12,13 @@ import contextlib
 import math
 import os
 import stat
+import time
 from pathlib import Path
 
 from simworld.errors import CacheSettingError
 
 __all__ = ["DEFAULT_MAX_MB", "FOLDERS", "cache_budget", "cache_dir", "cache_setting_problem", "disk_cache_enabled",
-           "set_disk_cache", "trim_folder", "wrote"]
+           "set_disk_cache", "trim_folder", "used", "wrote"]
 
 #: How many megabytes the end-state files may take on disk unless ``SIMWORLD_CACHE_MAX_MB`` says otherwise: about
 #: 65,000 (scenario, seed)s of 8 KB, the suite's 28 scenarios at 2,300 seeds.
@@ -113,9 +114,17 @@ def wrote(folder: str) -> None:
         trim_folder(folder, budget)
 
 
+def used(fd: int) -> None:
+    """Mark the cache file open as ``fd`` as just used: its access time now (its write time kept), so that a trim
+    removes it after the files used less recently. Where a file's times cannot be set, nothing happens."""
+    with contextlib.suppress(OSError, NotImplementedError, TypeError):
+        os.utime(fd, ns=(time.time_ns(), os.fstat(fd).st_mtime_ns))
+
+
 def trim_folder(folder: str, budget: int) -> int:
-    """When the files in ``folder`` take more than ``budget`` bytes of the disk, remove the oldest written until
-    they take three quarters of it (a trim makes room for many writes, not one); the number removed.
+    """When the files in ``folder`` take more than ``budget`` bytes of the disk, remove the least recently used
+    (read or written, see :func:`used`) until they take three quarters of it (a trim makes room for many writes,
+    not one); the number removed.
 
     A file another process removes or replaces meanwhile is skipped; a folder that cannot be read is left alone.
     """
@@ -132,7 +141,7 @@ def trim_folder(folder: str, budget: int) -> int:
                     continue
                 size = getattr(st, "st_blocks", 0) * 512 or st.st_size  # what it takes of the disk, where known
                 total += size
-                found.append((st.st_mtime_ns, entry.name, size))
+                found.append((max(st.st_atime_ns, st.st_mtime_ns), entry.name, size))
     except OSError:
         return 0
     if total <= budget:
