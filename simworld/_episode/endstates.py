@@ -86,7 +86,8 @@ class KeptEndStates:
 
         ``played=False``: ``state`` cost nothing to know (an episode that made the solution's calls reached it),
         so it is kept in memory for the seed's other episodes but is no reason to write a file: a sweep of an
-        agent that makes solution 0's calls writes none. It is written with a played one, when one comes.
+        agent that makes solution 0's calls writes none (but for scenarios with a crash, whose solutions always
+        play). It is written with a played one, when one comes.
         """
         with self._lock:
             held = self._states[index]
