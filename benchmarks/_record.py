@@ -27,4 +27,3 @@ def recorded_command(script: str, argv: list[str]) -> str:
             arg = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else roles.get(flag, "PATH")
         out.append(arg)
     return " ".join(["python", script, *out])
-

@@ -155,7 +155,7 @@ def _failed(status: int, code: int, message: str, request_id: Any = None) -> Ans
 
 def _refusal(status: int, message: str, *extra: tuple[bytes, bytes]) -> Answer:
     """A request refused before any session is touched: an invalid-request JSON-RPC error with no id."""
-    return status, RpcError(INVALID_REQUEST, message).body(None), extra, None
+    return *_error(status, INVALID_REQUEST, message), extra, None
 
 
 def _accepts_json(accept: bytes | None) -> bool:

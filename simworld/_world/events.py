@@ -132,9 +132,10 @@ def write_all(fd: int, data: bytes) -> None:
 def write_atomic(path: str | os.PathLike[str], data: bytes, *, tmp: str | None = None) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename: a kill never leaves half a file.
 
-    A failed write removes its temporary file; a killed one's is removed by the next write to ``path``. ``tmp``
-    names the temporary file when one per destination (:func:`temp_path`) will not do: writers in several
-    processes that may write the same file at once each need their own.
+    A failed write removes its temporary file; a killed one's is removed by the next write to ``path`` through
+    the same temporary file. ``tmp`` names it when one per destination (:func:`temp_path`) will not do: writers
+    in several processes that may write the same file at once each need their own (the end-state cache's; a
+    killed writer's is removed, with the least recently used files, when its folder is trimmed).
     """
     target = os.fspath(path)
     tmp = temp_path(target) if tmp is None else tmp
