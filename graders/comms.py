@@ -18,9 +18,14 @@ exactly as a message. Deterministic, no model in the loop. Checks:
   the request or the policy text contain, in the plan's currency and format, or an amount
   one arithmetic step from the target's own (see :meth:`_Known.derives`: a difference, a
   sum, a counted product, a policy split; a policy limit or a figure of the request is not
-  computed with; an integer in a record or call is a count, never an amount). Dates take
-  no arithmetic. A figure that belongs to another customer, or that nothing grounds, fails
-  and names the nearest known amount;
+  computed with; an integer in a record or call is a count, never an amount; a count may be
+  written in digits or words). A hedged amount (``about £86``, ``just under ¥11,600``,
+  ``$40 or so``) passes when it honestly rounds a known amount, or one a step of arithmetic
+  gives; the balance less the next instalment passes where the text says it is what
+  remains. A date passes when it is known, the day after a policy's term ends (its
+  renewal), or a span the text states (``30 days``, ``twelve months``) from a known date.
+  A figure that belongs to another customer, or that nothing grounds, fails and names the
+  nearest known amount;
 - ``comms:claims``: no text makes a claim the end state contradicts (each clause read for its topic, act
   and mode: see :mod:`graders.claims`);
 - ``comms:must_say``: each figure a scenario says must be stated is stated.
@@ -34,12 +39,13 @@ parts``, ``the 15th``) is not a figure.
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -176,6 +182,8 @@ class _Known:
         self.times: dict[str, dict[int, set[int]]] = {}
         #: The target's plans' instalment counts (all, and unpaid, before and after).
         self.counts: set[int] = set()
+        #: What each plan leaves owed once its next unpaid instalment is paid (before and after), in minor units.
+        self.remaining: dict[str, set[int]] = {}
         self._episode = episode
         #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
         self._sources = [self._read_plans, self._read_own_records, self._read_plan_records,
@@ -247,6 +255,7 @@ class _Known:
                 self.dates.update(dates)
                 if record.table == "policies":
                     self.totals.setdefault(record.currency, set()).add(record.annual_premium.minor)
+                    self.dates.add(record.term_end + timedelta(days=1))  # its renewal: the next term's first day
                 elif record.table == "premium_changes":
                     self.totals.setdefault(record.currency, set()).update(
                         (record.old_premium.minor, record.new_premium.minor))
@@ -284,6 +293,10 @@ class _Known:
             for amount, n in Counter(i.amount.minor for i in group).items():
                 times.setdefault(amount, set()).add(n)
         self.counts.update(n for n in (len(unpaid), len(live)) if n > 1)
+        if len(unpaid) > 1:
+            first = min(unpaid, key=lambda i: i.seq)
+            self.remaining.setdefault(cur, set()).update((totals[0] - first.amount.minor,
+                                                          totals[1] - first.amount.minor + first.paid_amount.minor))
 
     def complete(self) -> _Known:
         """Read everything (once)."""
@@ -315,7 +328,7 @@ class _Known:
         - a difference of two operands, either way round (a decrease is stated as a positive amount), or
           a sum of two different ones; but never an instalment amount added to or taken from a total of
           instalments, nor two such totals added (a total already holds the instalments: the result counts
-          one twice or leaves one out);
+          one twice or leaves one out: but see :meth:`after_next`);
         - an operand times a count: a count the text states, or how many of one plan's instalments (all,
           or the unpaid ones) carry that amount;
         - an operand split into N parts as the policy allocates it: each part is the floor or the ceiling
@@ -352,6 +365,13 @@ class _Known:
         splits = sorted(self.counts | stated | set(range(2, MAX_SPLIT + 1)))
         return any(n * xm + r in known and (n in self.counts or n in stated or n * xm + r in totals)
                    for n in splits for r in range(1 - n, n))
+
+    def after_next(self, value: Decimal, currency: str) -> bool:
+        """Whether ``value`` is what a plan leaves owed once its next unpaid instalment is paid (``after your next
+        instalment, £579.28 will remain``): a total less one instalment, which :meth:`derives` never takes, as a
+        total less any instalment is most often a total with one left out."""
+        x = value.scaleb(exponent(currency))
+        return x == x.to_integral_value() and int(x) in self.complete().remaining.get(currency, ())
 
     def nearest(self, value: Decimal, currencies: Iterable[str]) -> Decimal | None:
         """The known amount closest to ``value`` in ``currencies`` (or of no stated currency); ties to the smaller."""
@@ -493,7 +513,12 @@ def _field_names(cls: type[Any]) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=4096)
 def _money_in(text: str) -> tuple[tuple[Decimal, str | None, int], ...]:
     """``(value, currency or None, decimals written)`` for every money amount in ``text``."""
-    out: list[tuple[Decimal, str | None, int]] = []
+    return tuple(found[:3] for found in _money_spans(text))
+
+
+def _money_spans(text: str) -> tuple[tuple[Decimal, str | None, int, int, int], ...]:
+    """``(value, currency or None, decimals written, start, end)`` for every money amount in ``text``."""
+    out: list[tuple[Decimal, str | None, int, int, int]] = []
     for m in _MONEY.finditer(text):
         num = m.group("a") or m.group("b")
         marker = m.group("pre") or m.group("post")
@@ -505,13 +530,14 @@ def _money_in(text: str) -> tuple[tuple[Decimal, str | None, int], ...]:
             continue
         currency = _SYMBOLS.get(marker, marker) if marker else None
         decimals = len(num.split(".", 1)[1]) if "." in num else 0
-        out.append((value, currency, decimals))
+        out.append((value, currency, decimals, m.start(), m.end()))
     return tuple(out)
 
 
 def _counts_in(text: str) -> list[int]:
-    """The whole numbers ``text`` states outside its amounts and dates (``3 payments``, ``245 days``)."""
-    out = []
+    """The whole numbers ``text`` states outside its amounts and dates (``3 payments``, ``245 days``), in digits or
+    in words (``three payments``, ``twenty-four months``)."""
+    out = [_number_word(m.group(0)) for m in _COUNT_WORDS.finditer(text)]
     plain = _DATES.sub(" ", text)
     for m in _MONEY.finditer(plain):
         num = m.group("b")
@@ -521,6 +547,104 @@ def _counts_in(text: str) -> list[int]:
                 plain[m.end("b"):m.end("b") + 2].lower() not in ("st", "nd", "rd", "th")):
             out.append(int(num))  # not the digits of an id (fee_006, pln_012), nor a day (the 10th)
     return out
+
+
+_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
+          "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+#: A count written in words, one to ninety-nine (``seven``, ``twenty-four``, ``thirty six``).
+_WORD_NUMBER = rf"(?:(?:{'|'.join(_TENS)})(?:[- ](?:{'|'.join(_UNITS[:9])}))?|" \
+               rf"{'|'.join(sorted(_UNITS, key=len, reverse=True))})"
+_COUNT_WORDS = re.compile(rf"(?=[a-z])\b{_WORD_NUMBER}\b", re.I)
+
+
+def _number_word(word: str) -> int:
+    """The number a count in words (a match of :data:`_COUNT_WORDS`) names."""
+    parts = re.split(r"[- ]", word.lower())
+    if parts[0] in _TENS:
+        return 10 * (_TENS.index(parts[0]) + 2) + (_UNITS.index(parts[1]) + 1 if len(parts) > 1 else 0)
+    return _UNITS.index(parts[0]) + 1
+
+
+#: A word that hedges the amount after it (``about £86``, ``just under ¥11,600``): an honest rounding, not a
+#: figure stated to the minor unit; by the side the true amount lies on (``~``: either, ``-``: below, ``+``: above).
+_HEDGE_BEFORE = re.compile(
+    r"(?:(?P<either>\b(?:about|around|roughly|approximately|approx\.?|circa|ca\.|some|close to|in the region of|"
+    r"in the ballpark of|on the order of|an estimated|estimated|est\.)|~|≈)"
+    r"|(?P<below>\b(?:just|a little|a bit|slightly|not quite)\s+(?:under|below|less than|shy of)|"
+    r"\b(?:nearly|almost))"
+    r"|(?P<above>\b(?:just|a little|a bit|slightly)\s+(?:over|above|more than)))"
+    r"\s*$", re.I)
+_HEDGE_AFTER = re.compile(r"^(?:\s*(?:or so|or thereabouts|-ish|ish)\b|\s*\(?(?:approx|approximately|roughly)\b)",
+                          re.I)
+
+
+def _hedge(text: str, start: int, end: int) -> str | None:
+    """How the amount at ``text[start:end]`` is hedged: ``either``, ``below`` (the true amount is at most it),
+    ``above``, or None when it is stated as exact."""
+    m = _HEDGE_BEFORE.search(text, max(0, start - 40), start)
+    if m is not None:
+        return next(k for k in ("either", "below", "above") if m.group(k))
+    return "either" if _HEDGE_AFTER.search(text[end:end + 20]) else None
+
+
+def _hedged_range(value: Decimal, decimals: int, hedge: str, *, round_figure: bool = True) -> tuple[Decimal, Decimal]:
+    """The amounts a hedged figure honestly stands for: those that round to it at the precision written (with
+    ``round_figure``, a round figure's trailing zeros widen it: ``about $1,200`` is to the hundred), within a tenth
+    of it, on the side the hedge says."""
+    if decimals or not round_figure:
+        unit = Decimal(1).scaleb(-decimals)
+    else:
+        whole, zeros = int(value), 0
+        while whole and whole % 10 == 0 and zeros < 6:
+            whole, zeros = whole // 10, zeros + 1
+        unit = Decimal(10) ** zeros
+    reach = min(unit, max(value / 10, Decimal(1).scaleb(-decimals) if decimals else Decimal(1)))
+    lo, hi = value - reach, value + reach
+    if hedge == "either":
+        lo, hi = value - reach / 2, value + reach / 2
+    elif hedge == "below":
+        hi = value
+    else:
+        lo = value
+    return lo, hi
+
+
+#: A span of time a text states (``30 days``, ``12 months``, ``two weeks``), from which a date is one step from a
+#: known one (``after 10 November 2026``, twelve months after a waiver), and ``the day after``.
+_SPAN = re.compile(rf"\b(?P<n>\d{{1,3}}|{_WORD_NUMBER})[- ](?P<unit>day|week|month|year)s?\b"
+                   r"|\b(?P<one>(?:the )?(?:day|week|month|year) (?:after|before|later|earlier)|next day|"
+                   r"following day)\b", re.I)
+
+
+def _spans_in(text: str) -> set[tuple[int, str]]:
+    """``(count, unit)`` for each span of time ``text`` states (``(30, "day")``)."""
+    out = set()
+    for m in _SPAN.finditer(text):
+        if m.group("one"):
+            out.add((1, m.group("one").split()[-2].lower() if m.group("one").lower().startswith("the ")
+                     else "day"))
+            continue
+        n = m.group("n")
+        count = int(n) if n.isdigit() else _number_word(n)
+        if 0 < count <= MAX_COUNT:
+            out.add((count, m.group("unit").lower()))
+    return out
+
+
+def _stepped(when: date, count: int, unit: str) -> tuple[date, ...]:
+    """``when`` moved ``count`` units back and forward (a month's day held, or its last day)."""
+    if unit in ("day", "week"):
+        step = timedelta(days=count * (7 if unit == "week" else 1))
+        return when - step, when + step
+    months = count * (12 if unit == "year" else 1)
+    out = []
+    for sign in (-1, 1):
+        index = when.year * 12 + when.month - 1 + sign * months
+        year, month = divmod(index, 12)
+        if 1 <= year <= 9999:
+            out.append(date(year, month + 1, min(when.day, calendar.monthrange(year, month + 1)[1])))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -568,7 +692,7 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
     bad = []
     for seq, tool, text in texts:
         counts: list[int] | None = None
-        for value, currency, decimals in _money_in(text):
+        for value, currency, decimals, start, end in _money_spans(text):
             why = None
             pool = [currency] if currency else sorted(currencies)
             if currency is not None and currencies and currency not in currencies:
@@ -576,6 +700,12 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
             elif not known.has_amount(value.normalize(), pool):
                 if counts is None:
                     counts = _counts_in(text)
+                remainder = _REMAINDER.search(text) is not None
+                hedge = _hedge(text, start, end)
+                if hedge is not None and _honest_rounding(known, value, decimals, hedge, pool, counts, remainder):
+                    continue
+                if remainder and any(known.after_next(value, c) for c in pool if c in EXPONENTS):
+                    continue
                 if not any(c in EXPONENTS and known.derives(value, c, counts) for c in pool):
                     why = "not an amount of this customer's records or of anything quoted to the agent, nor one " \
                           "step of arithmetic from them"
@@ -591,13 +721,48 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
             if why:
                 bad.append({"seq": seq, "tool": tool, "figure": f"{value}{' ' + currency if currency else ''}",
                             "why": why})
+        spans: set[tuple[int, str]] | None = None
         for when, written in _dates_in(text):
             if not known.has_date(when):
+                spans = _spans_in(text) if spans is None else spans
+                if any(known.has_date(d) for n, unit in spans for d in _stepped(when, n, unit)):
+                    continue  # a date a span the text states away from a known one ("12 months after ...")
                 bad.append({"seq": seq, "tool": tool, "figure": written,
                             "why": "not a date of this customer's records or of anything quoted to the agent"})
     detail = ("every amount and date stated is the customer's own" if not bad else
               "; ".join(f"{b['tool']} (seq {b['seq']}) states {b['figure']!r}: {b['why']}" for b in bad[:4]))
     return Check("comms:figures", not bad, detail), bad
+
+
+#: Words that say an amount is what is left after another (``after the May payment, £708.56 will remain``): a total
+#: less an instalment is then a figure of its own, not an instalment left out of a total.
+_REMAINDER = re.compile(r"\b(?:remain|remains|remaining|left|leaves|leaving|rest|after|once|then|thereafter)\b", re.I)
+#: The most candidate amounts a hedged figure's range is searched for one arithmetic step from the known ones.
+_MAX_HEDGED = 2_000
+
+
+def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, pool: Sequence[str],
+                     counts: Sequence[int], remainder: bool) -> bool:
+    """Whether a hedged amount (``about £86``) honestly rounds a known amount, or one a step of arithmetic gives."""
+    lo, hi = _hedged_range(value, decimals, hedge)
+    known.complete()
+    for currency in pool:
+        if any(lo <= g <= hi for g in known._pool(currency)):
+            return True
+        if currency not in EXPONENTS:
+            continue
+        # Arithmetic yields many amounts (a total split any way from 2 to 12): only those that round to the figure
+        # as written, never a round figure's wider reach.
+        lo, hi = _hedged_range(value, decimals, hedge, round_figure=False)
+        places = exponent(currency)
+        first, last = int(lo.scaleb(places).to_integral_value(rounding="ROUND_CEILING")), \
+            int(hi.scaleb(places).to_integral_value(rounding="ROUND_FLOOR"))
+        if last - first < _MAX_HEDGED and any(
+                known.derives(Decimal(m).scaleb(-places), currency, counts)
+                or (remainder and known.after_next(Decimal(m).scaleb(-places), currency))
+                for m in range(max(first, 1), last + 1)):
+            return True
+    return False
 
 
 def _must_say(episode: Any, texts: Sequence[tuple[int, str, str]], entry: Mapping[str, Any],

@@ -158,6 +158,45 @@ class TestFigures:
         v = communications(say(text))
         assert check(v, "comms:figures").passed is ok, v.data["unsupported_figures"]
 
+    @pytest.mark.parametrize(("text", "ok"), [
+        # an honest rounding, hedged, of a known amount or of one step of arithmetic from them
+        ("That is about $100 a month.", True), ("You owe 900 USD or so.", True), ("A fee of nearly $16.", True),
+        ("just under $101", True), ("about $133 a month over nine months", True),
+        # a hedge does not stretch to a figure nothing near grounds, nor to one written to the cent
+        ("That is about $170 a month.", False), ("about $900.50 owed", False),
+        ("I can waive up to $16.", False), ("Fees over $16 need approval.", False),
+    ])
+    def test_hedged_amounts(self, text: str, ok: bool) -> None:
+        """``about $100`` is an honest rounding of 100.00; ``about $170`` rounds nothing this customer has."""
+        assert check(communications(say(text)), "comms:figures").passed is ok
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Three fees of $15.00 would be $45.00.", True), ("Fees of $15.00 would be $45.00.", False),
+        ("twenty-four payments of $15.00, $360.00", True), ("payments of $15.00, $360.00", False),
+    ])
+    def test_counts_in_words(self, text: str, ok: bool) -> None:
+        """A count written in words is a count the text states, as one in digits is."""
+        assert check(communications(say(text)), "comms:figures").passed is ok
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("After your next instalment, 800.00 USD will remain.", True),
+        ("Your balance is 800.00 USD.", False),
+        ("After your next instalment, 700.00 USD will remain.", False),
+    ])
+    def test_what_remains_after_the_next_instalment(self, text: str, ok: bool) -> None:
+        """The balance less the next instalment is a figure when the text says it is what remains."""
+        assert check(communications(say(text)), "comms:figures").passed is ok
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Your cover renews on 1 January 2027.", True), ("Your cover renews on 2 January 2027.", False),
+        ("10 days after 15 May 2026, on 25 May 2026.", True), ("On 25 May 2026.", False),
+        ("twelve months after 15 May 2026, on 15 May 2027", True), ("on 15 May 2027", False),
+        ("two weeks after 15 May 2026: 29 May 2026", True), ("the day after 15 May 2026, 16 May 2026", True),
+    ])
+    def test_dates_a_span_away(self, text: str, ok: bool) -> None:
+        """A date the text puts a stated span from a known one, and the day after a term ends (its renewal)."""
+        assert check(communications(say(text)), "comms:figures").passed is ok
+
     def test_another_customers_figure(self) -> None:
         """An amount only another customer's records hold is unsupported."""
         s = world(attrs.evolve(world().get("fees", "fee_2"), amount=usd("42.00")))
