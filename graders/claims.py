@@ -196,9 +196,11 @@ _REFUSED = _rx(r"\b(?:can't|cannot|can not|unable|not able|couldn't|could not|is
                r"not available|no way to|not in a position)\b")
 _RULE = _rx(r"\b(?:can|must|need to|needs to|has to|have to|is to be|are to be)\b")
 _NEGATED = _rx(r"\b(?:not|never|no longer|nothing|none|no|neither|nor|without)\b|n't\b")
-_AGAIN = _rx(r"\b(?:again|a second time|second|another|twice|more than once|further (?:fee|waiver))\b")
+_AGAIN = _rx(r"\b(?:again|a second time|second|another|twice|more than once|further|any more|duplicate|duplicated|"
+             r"repeat|repeated|retry|double)\b")
 _HISTORY = _rx(r"\b(?:last (?:year|month|week|time|term|" + _MONTH + r")|previously|previous|earlier (?:this|in the|"
-               r"last) (?:year|month|term)|ago|in the past|within the (?:past|last)|in (?:19|20)\d\d)\b")
+               r"last) (?:year|month|term)|ago|in the past|within the (?:past|last)|in (?:19|20)\d\d|"
+               r"by (?:my|a|our|another|one of (?:my|our)) colleagues?)\b")
 #: Weak marks of the past: history only when the agent is not the subject ("I've already waived it" is this
 #: conversation; "a fee has already been waived on your account" is not).
 _HISTORY_WEAK = _rx(r"\b(?:already|earlier|before now)\b")
@@ -207,7 +209,8 @@ _WAS_DATED = _rx(rf"\b(?:was|were)\b.*{_DATE}")
 _TODAY = _rx(r"\btoday\b|\bnow\b|\bjust\b")
 _WILL = _rx(r"\b(?:will|'ll|shall|going to|is to|are to)\b")
 _YOU_ACT = _rx(r"^\W*(?:and\s+|so\s+|but\s+)?(?:you|you've|you'd|you'll)\s+(?:have\s+|had\s+)?(?:already\s+)?"
-               r"(?:paid|made|sent|received|got|owe)\b")
+               r"(?:paid|made|sent|received|got|owe|raised|mentioned|told|contacted|called|reported|emailed|"
+               r"wrote|phoned)\b")
 
 _FEE = r"\b(?:(?:late|change|admin|administration|missed[- ]payment|conversion)\s+)?" \
        r"(?:fees?|charges?|penalt(?:y|ies))\b"
@@ -255,7 +258,8 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                       r"pass|hand|refer|forward)\b(?:\s+\S+){0,4}?\s+(?:on\s+|over\s+|up\s+)?(?:to|with|for)\b.*"
                       r"\b(?:colleagues?|team|manager|supervisor|specialist|underwriting|underwriters?|human|"
                       r"department|review|approval|someone|senior)\b|\bhanded (?:it |this |them )?over\b")),
-    ("declined", _rx(r"\b(?:declin(?:ed|ing)|turned down|turning down|refused|rejected)\s+(?:your|the|this|that|it)\b|"
+    ("declined", _rx(r"\b(?:declin(?:ed|ing)|turned down|turning down|refused|rejected)\s+(?:your|the|this|that|it)\b"
+                     r"(?!\s+(?:\w+\s+)?(?:attempts?|retry|retries|duplicates?|transactions?|card|debit)\b)|"
                      r"\b(?:have|had) to decline\b|"
                      r"\bthis is a decline\b|\b(?:have|had) to say no\b|\bi(?:'ve| have)? said no\b")),
     ("approved", _rx(rf"(?:request|waiver|change|it|this|application)\b.{{0,20}}?{_PERFECT}(?:approved|granted|"
@@ -263,8 +267,11 @@ _PATTERNS: list[tuple[str, Pattern]] = [
     ("refund_issued", _rx(rf"\brefund(?:ed)?\b.{{0,50}}?{_PERFECT}(?:sent|issued|paid|processed|made|recorded|on its "
                           rf"way|credited|transferred|returned|refunded)\b|{_WE}(?:refunded|sent|issued|paid|processed|"
                           rf"made|returned|credited)\b.{{0,40}}?\b(?:refund|back)\b|{_WE}refunded\b|"
-                          rf"{_PERFECT}refunded\b|\b(?:receive|get|getting)\b.{{0,40}}\bback\b|"
-                          rf"\bcomes? back to you\b|\b(?:sent|paid) back\b")),
+                          rf"{_PERFECT}refunded\b|\b(?:receive|get|getting)\b.{{0,40}}\bback\b"
+                          rf"(?!\s+(?:to\s+(?:you|me|us|them|him|her)\b|in touch\b|with\b))|"
+                          rf"\b(?:money|amount|refund|difference|premium|balance|it)\s+(?:will\s+)?comes? back to "
+                          rf"you\b|"
+                          rf"\b(?:sent|paid) back\b")),
     ("policy_cancelled", _rx(rf"\b(?:policy|cover|insurance|cancellation)\b.{{0,40}}?{_PERFECT}"
                              r"(?:cancell?ed|ended|terminated|done|complete|completed|processed)\b|"
                              rf"{_WE}(?:cancell?ed|ended|terminated|stopped)\s+(?:your|the)\s+(?:\w+\s+)?"
@@ -289,7 +296,8 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                      r"payable|switch|switched|change|changed|move|moved|convert|converted|stays?|remains?|"
                      r"instalments?|plan)\b.{0,40}?\b(?:in|to|into)\s+(?P<cur>your new currency|(?:" + "|".join(_CODES)
                      + "|" + "|".join(sorted(_CURRENCY_NAMES, key=len, reverse=True)) + r"))\b"
-                     r"|\bconverted\b")),
+                     r"|\b(?:i|we)(?:'ve| have)?\s+(?:now\s+|just\s+)?converted\b|\b(?:plan|instalments?|billing|"
+                     r"schedule|balance)\b.{0,30}?\b(?:has|have) (?:now )?been converted\b")),
     ("due_moved", _rx(rf"{_DUE}.{{0,60}}?{_PERFECT}{_MOVE}\b|{_WE}{_MOVE}\b.{{0,40}}?{_DUE}|^\W*(?:also\s+)?"
                       rf"{_MOVE}\b.{{0,40}}?\bthe \d{{1,2}}(?:st|nd|rd|th)\b|{_WE}{_MOVE}\b.{{0,20}}?\bthem\b.{{0,10}}"
                       rf"\bthe \d{{1,2}}(?:st|nd|rd|th)\b")),
@@ -324,18 +332,22 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                     rf"actioned|set up|arranged|put|replaced|recorded|spread)\b")),
 ]
 
-_ORDINAL = _rx(r"(?<!from )(?<!instead of )(?<!than )(?<!previously )(?<!was )\bthe (\d{1,2})(?:st|nd|rd|th)\b"
+_ORDINAL = _rx(r"(?<!from )(?<!not )(?<!instead of )(?<!than )(?<!previously )(?<!was )\bthe (\d{1,2})(?:st|nd|rd|th)\b"
                r"(?!\s+(?:of\s+)?(?:" + _MONTH + r")\b)")
 _MONTH_END = _rx(r"\b(?:end of (?:the|each|every) month|last day of (?:the|each|every) month|month'?s last day|"
                  r"month[- ]end)\b")
+#: A month's end named as where a date moved from ("from the end of the month to the 15th"): not the day it is on.
+_FROM_MONTH_END = _rx(r"\bfrom\s+(?:the\s+)?(?:end of (?:the|each|every) month|last day of (?:the|each|every) month|"
+                      r"month[- ]end)\b")
 _COUNT = _rx(r"\b(?:into|over|with|across|to)\s+(?:just\s+)?(\d{1,2}|" + "|".join(_NUMBERS)
              + r")\b(?!\s*(?:st|nd|rd|th|"
-             r"%|\.\d))(?!\s+(?:of|days|weeks|years)\b)")
+             r"%|\.\d))(?!\s+(?:of|days|weeks|years|" + _MONTH + r")\b)")
 _AMOUNT = _rx(r"(?:[$€£¥₩]\s?|\b(?:" + "|".join(_CODES) + r")\s?)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
 _POSITION = _rx(r"\b(?:to|on|onto|against)\s+(?:your|the)\s+(next|first|earliest|upcoming|last|final)\s+"
                 r"(?:\w+\s+)?(?:instalments?|installments?|payments?|one)\b")
 _TWICE = _rx(r"\b(?:twice|two times|duplicated?|double[- ]?(?:charged|posted)|a second time)\b")
-_SPECIFIC = _rx(r"\b(?:else|other|others|otherwise|only|already|paid|next|regular|previous|first|last|final|april|"
+_SPECIFIC = _rx(r"\b(?:else|other|others|otherwise|except|excluding|apart from|aside from|besides|but for|beyond|rest|"
+                r"only|already|paid|next|regular|previous|first|last|final|april|"
                 r"may|june|july|august|september|october|november|december|january|february|march|that|this one|"
                 r"itself|amounts?|balance|total|dates?|due|earlier|made|before)\b|" + _DATE)
 
@@ -406,6 +418,14 @@ _BASE: list[tuple[str, Pattern]] = [
 ]
 
 
+#: Negative words that do not negate the clause: a waiver said as "no longer payable", and a contrast that negates
+#: only what follows it ("deferred, not missed", "to the last instalment, not the next one").
+_NOT_NEGATING = _rx(r"\bno longer (?:due|owed|payable|outstanding|charged|on your (?:account|balance|bill|"
+                    r"statement))\b|"
+                    r"(?:,|\s[-–—])\s*(?:and\s+|but\s+)?not\s+(?!(?:yet|now|anymore|any more)\b).*$|"
+                    r"\brather than\b.*$|\binstead of\b.*$")
+
+
 def _mode(clause: str, imposed: str | None) -> str:
     if imposed is not None:
         return imposed
@@ -420,7 +440,7 @@ def _mode(clause: str, imposed: str | None) -> str:
         return "conditional"
     if _RULE.search(clause):
         return "rule"
-    if _NEGATED.search(clause):
+    if _NEGATED.search(_NOT_NEGATING.sub(" ", clause)):
         return "negated"
     if _WILL.search(clause):
         return "will"
@@ -503,7 +523,7 @@ def _statement(kind: str, mode: str, clause: str) -> Statement:
         currency = "new" if not named or "new" in named.lower() else _CURRENCY_NAMES.get(named.lower(), named.upper())
     if kind in ("due_moved", "due_day", "deferred", "schedule_changed"):
         days = [int(m.group(1)) for m in _ORDINAL.finditer(clause)]
-        day = 31 if _MONTH_END.search(clause) else (days[-1] if days else None)
+        day = 31 if _MONTH_END.search(_FROM_MONTH_END.sub(" ", clause)) else (days[-1] if days else None)
     if kind == "schedule_changed":
         m = _COUNT.search(clause)
         if m:
@@ -654,6 +674,16 @@ class Facts:
         return key(self.unpaid_before) != key(self.unpaid_after) or self.deferrals > 0
 
     @functools.cached_property
+    def policy_changed(self) -> bool:
+        return any(b is None or b != p for b, p in self.policies)
+
+    @functools.cached_property
+    def amounts_changed(self) -> bool:
+        def amounts(insts: Sequence[Any]) -> list[Any]:
+            return sorted((i.amount.currency, i.amount.minor) for i in insts)
+        return amounts(self.unpaid_before) != amounts(self.unpaid_after)
+
+    @functools.cached_property
     def due_moved(self) -> bool:
         before = {i.seq: i.due_date for i in self.unpaid_before}
         return self.due_day_changes > 0 or any(before.get(i.seq, i.due_date) != i.due_date for i in self.unpaid_after)
@@ -759,8 +789,14 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
             return "the due dates were moved" if facts.due_moved else None
         if _SPECIFIC.search(s.clause):
             return None
-        if re.search(r"\b(?:nothing|no changes?|anything|everything|account|policy)\b", s.clause, re.I):
+        if re.search(r"\b(?:nothing|no changes?|anything|everything|account)\b", s.clause, re.I):
             return "records of the customer's changed" if facts.business_changed else None
+        if re.search(r"\b(?:policy|cover|premium)\b", s.clause, re.I) and not re.search(
+                r"\b(?:schedule|plan|instalments?|installments?|payments?)\b", s.clause, re.I):
+            return "the policy changed" if facts.policy_changed else None
+        if re.search(r"\b(?:monthly (?:payment|instalment|installment|amount)s?|how much|the same amount|"
+                     r"(?:payment|instalment|installment) amounts?)\b", s.clause, re.I):
+            return "the instalment amounts changed" if facts.amounts_changed else None
         if re.search(r"\b(?:schedule|plan|instalments?|installments?|payments?)\b", s.clause, re.I):
             return "the unpaid instalments changed" if facts.unpaid_changed else None
         return None
@@ -788,10 +824,29 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
             return "the deferred amount was spread, not moved to the end"
         return None
     if kind in ("due_moved", "schedule_changed", "deferred", "payment_applied", "policy_cancelled") and happened:
+        if _denies_another(facts, s):
+            return None
         return false_not
     if kind == "collected" and not happened and re.search(r"\b(?:will|'ll)\b", s.clause):
         return None
     return None
+
+
+def _denies_another(facts: Facts, s: Statement) -> bool:
+    """Whether a negated statement denies a particular change the end state also shows not made: a day no unpaid
+    instalment falls on, a count of instalments not left, the end of the plan when the amount was spread, an
+    instalment the payment did not go to."""
+    if s.day is not None and _has_day(s.kind) and not facts.day_holds(s.day):
+        return True
+    if s.count is not None and facts.unpaid_after and len(facts.unpaid_after) != s.count:
+        return True
+    if s.position == "end" and _spread(facts):
+        return True
+    return s.position in ("first", "last") and bool(facts.payments) and not facts.paid_into(s.position)
+
+
+def _has_day(kind: str) -> bool:
+    return kind in ("due_moved", "due_day", "deferred", "schedule_changed")
 
 
 def _spread(facts: Facts) -> bool:

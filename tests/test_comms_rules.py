@@ -314,6 +314,44 @@ class TestClaims:
         already = world(attrs.evolve(s.get("fees", "fee_1"), status="waived", waived_on=date(2026, 1, 1)))
         assert not check(communications(say("The fee has been waived.", initial=already)), "comms:claims").passed
 
+    @pytest.mark.parametrize(("text", "waived_ok", "open_ok"), [
+        # said the way chat models say it: true of a waiver, false of an open fee
+        ("The late fee is no longer payable.", True, False),
+        ("The fee is no longer on your account.", True, False),
+        # a promise to follow up is no refund; a refund said is one
+        ("Our fees team will get back to you about it.", True, True),
+        ("Feel free to get back to me.", True, True),
+        # apart from what changed, nothing did
+        ("Apart from the fee, nothing on your account has changed.", True, True),
+        ("Nothing on your account has changed.", False, True),
+        # a colleague's waiver, or the customer's own act, is not one made here
+        ("The May fee was taken off by my colleague.", False, False),
+        ("You raised the fee with our underwriting team.", True, True),
+    ])
+    def test_how_chat_models_say_it(self, text: str, waived_ok: bool, open_ok: bool) -> None:
+        """Careful, true sentences pass and their false twins fail, after a waiver and with the fee left open."""
+        s = world()
+        waived = put(s, attrs.evolve(s.get("fees", "fee_1"), status="waived", waived_on=date(2026, 4, 20)))
+        assert check(communications(say(text, final=waived)), "comms:claims").passed is waived_ok
+        assert check(communications(say(text)), "comms:claims").passed is open_ok
+
+    def test_denials_and_contrasts_of_a_due_day_move(self) -> None:
+        """Denying a move to a day the plan does not use is true after a move to another; a contrast negates only
+        its tail; the day a date moved from is not the day it is on."""
+        s = world()
+        plan15 = s.get("plans", "pln_1")
+        to20 = put(s, attrs.evolve(plan15, anchor_day=20, due_day_changes=1, instalments=tuple(
+            attrs.evolve(i, due_date=i.due_date.replace(day=20), draft_date=i.due_date.replace(day=20))
+            if i.status != "paid" else i for i in plan15.instalments)))
+        for text, ok in [("I haven't moved your due date to the 18th.", True),
+                         ("I haven't moved your due date to the 20th.", False),
+                         ("I haven't moved your due date.", False),
+                         ("Your due date has moved from the end of the month to the 20th.", True),
+                         ("Your due date has moved to the 20th, not the 18th.", True),
+                         ("Your monthly payment stays the same.", True),
+                         ("Your policy hasn't changed.", True)]:
+            assert check(communications(say(text, final=to20)), "comms:claims").passed is ok, text
+
     def test_change_applied(self) -> None:
         """Claiming a change is false when no business record of the target changed."""
         s = world()
