@@ -31,10 +31,12 @@ exactly as a message. Deterministic, no model in the loop. Checks:
 - ``comms:must_say``: each figure a scenario says must be stated is stated.
 
 Money in a text is a number next to a currency code or symbol (``333.34 USD``,
-``$1,000.00``, ``¥14286``), or a number with decimals (``333.34``: in the plan's
-currency). Dates are ISO (``2026-05-15``) or written out with their year (``15 May
-2026``, ``May 15, 2026``); a date without a year, a count or a day of the month (``12
-parts``, ``the 15th``) is not a figure.
+``$1,000.00``, ``¥14286``, ``₩133,231``), a number before a currency's name (``19 pounds``,
+``11,556 yen``; ``25 dollars``: a name several currencies share is the plan's), or a number
+with decimals (``333.34``: in the plan's currency). Dates are ISO (``2026-05-15``) or written
+out with their year (``15 May 2026``, ``May 15, 2026``, ``Sept 16, 2025``); a weekday named with
+one must be its own (``Monday, 29 May 2026`` fails when it is a Friday); a date without a year,
+a count or a day of the month (``12 parts``, ``the 15th``) is not a figure.
 """
 
 from __future__ import annotations
@@ -71,19 +73,23 @@ TEXT_ARGS: dict[str, tuple[str, ...]] = {
 COMMS_TABLES = ("messages", "escalations", "info_requests", "declines")
 
 _CODES = "|".join(sorted(EXPONENTS, key=len, reverse=True))
-_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
-_NAMES = {"euro": "EUR", "euros": "EUR", "dollar": "USD", "dollars": "USD", "pound": "GBP", "pounds": "GBP",
-          "sterling": "GBP", "yen": "JPY", "dinar": "KWD", "dinars": "KWD", "franc": "CHF", "francs": "CHF"}
+_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₩": "KRW"}
+#: A currency's name written after an amount (``19 pounds``, ``11,556 yen``), by the currency it names; a name
+#: several currencies share (dollars, dinars, francs) names none: the amount is in the plan's.
+_NAMES = {"euro": "EUR", "euros": "EUR", "pound": "GBP", "pounds": "GBP", "sterling": "GBP", "yen": "JPY",
+          "won": "KRW", "dollar": None, "dollars": None, "dinar": None, "dinars": None, "franc": None,
+          "francs": None}
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 # Each pattern opens with a lookahead for the characters one of its matches can open with (a code's first letter, a
 # symbol, a digit; a month's first letter): a position that cannot open one is passed over at once.
 _MONEY = re.compile(
-    rf"(?=[{''.join(sorted({c[0] for c in EXPONENTS}))}$€£¥\d])"
-    rf"(?:(?:(?P<pre>\b(?:{_CODES})\b|[$€£¥])\s?(?P<a>{_NUM}))"
-    rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b))?))")
+    rf"(?=[{''.join(sorted({c[0] for c in EXPONENTS}))}$€£¥₩\d])"
+    rf"(?:(?:(?P<pre>\b(?:{_CODES})\b|[$€£¥₩])\s?(?P<a>{_NUM}))"
+    rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b)|"
+    rf"[ -](?P<name>(?i:{'|'.join(sorted(_NAMES, key=len, reverse=True))}))\b(?!['’]))?))")
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                        "september", "october", "november", "december"), 1)}
-_MONTH = "|".join(_MONTHS) + "|" + "|".join(m[:3] for m in _MONTHS)
+_MONTH = "|".join(_MONTHS) + "|sept|" + "|".join(m[:3] for m in _MONTHS)
 #: Each month's number by its first three letters, matched as :data:`_DATES` matches them: ignoring case as ``re``
 #: folds it, so that a name it reads as a month ("ſep", with a long s) is that month.
 _MONTH_NUMBERS = tuple((re.compile(m[:3], re.I), i) for m, i in _MONTHS.items())
@@ -333,7 +339,8 @@ class _Known:
           or the unpaid ones) carry that amount;
         - an operand split into N parts as the policy allocates it: each part is the floor or the ceiling
           of the amount over N in minor units, N a plan's instalment count (all or unpaid) or a count the
-          text states, or, for a total (a balance, a premium: what a split divides), any N from 2 to 12.
+          text states, or, for a total (a balance, a premium: what a split divides), any N from 2 to 12;
+          and what such a split of a total leaves over (its remainder in minor units).
 
         Each test is a pass over the operands, so a stated figure costs O(operands x counts) and nothing
         is precomputed over pairs.
@@ -363,8 +370,11 @@ class _Known:
                 amount * n == xm for amount, ns in times.items() for n in ns):
             return True  # a count times an amount
         splits = sorted(self.counts | stated | set(range(2, MAX_SPLIT + 1)))
-        return any(n * xm + r in known and (n in self.counts or n in stated or n * xm + r in totals)
-                   for n in splits for r in range(1 - n, n))
+        if any(n * xm + r in known and (n in self.counts or n in stated or n * xm + r in totals)
+               for n in splits for r in range(1 - n, n)):
+            return True
+        # what a split leaves over ("819,208 won does not divide by 7: the 5 won left over go to the first five")
+        return xm < MAX_COUNT and any(total % n == xm for total in totals for n in splits if n > xm)
 
     def after_next(self, value: Decimal, currency: str) -> bool:
         """Whether ``value`` is what a plan leaves owed once its next unpaid instalment is paid (``after your next
@@ -522,13 +532,14 @@ def _money_spans(text: str) -> tuple[tuple[Decimal, str | None, int, int, int], 
     for m in _MONEY.finditer(text):
         num = m.group("a") or m.group("b")
         marker = m.group("pre") or m.group("post")
-        if m.group("b") and not marker and "." not in num:
+        name = m.group("name")
+        if m.group("b") and not marker and not name and "." not in num:
             continue  # a bare integer: a count, a day, an instalment number; not money
         try:
             value = Decimal(num.replace(",", ""))
         except InvalidOperation:
             continue
-        currency = _SYMBOLS.get(marker, marker) if marker else None
+        currency = _SYMBOLS.get(marker, marker) if marker else (_NAMES[name.lower()] if name else None)
         decimals = len(num.split(".", 1)[1]) if "." in num else 0
         out.append((value, currency, decimals, m.start(), m.end()))
     return tuple(out)
@@ -542,7 +553,7 @@ def _counts_in(text: str) -> list[int]:
     for m in _MONEY.finditer(plain):
         num = m.group("b")
         start = m.start("b") if num else 0
-        if num and not m.group("post") and num.isdigit() and len(num) <= 3 and not (
+        if num and not m.group("post") and not m.group("name") and num.isdigit() and len(num) <= 3 and not (
                 start and (plain[start - 1].isalpha() or plain[start - 1] == "_")) and (
                 plain[m.end("b"):m.end("b") + 2].lower() not in ("st", "nd", "rd", "th")):
             out.append(int(num))  # not the digits of an id (fee_006, pln_012), nor a day (the 10th)
@@ -729,6 +740,9 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
                     continue  # a date a span the text states away from a known one ("12 months after ...")
                 bad.append({"seq": seq, "tool": tool, "figure": written,
                             "why": "not a date of this customer's records or of anything quoted to the agent"})
+        for written, stated, actual in _wrong_weekdays(text):
+            bad.append({"seq": seq, "tool": tool, "figure": written,
+                        "why": f"the date is a {actual}, not a {stated}"})
     detail = ("every amount and date stated is the customer's own" if not bad else
               "; ".join(f"{b['tool']} (seq {b['seq']}) states {b['figure']!r}: {b['why']}" for b in bad[:4]))
     return Check("comms:figures", not bad, detail), bad
@@ -763,6 +777,34 @@ def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, p
                 for m in range(max(first, 1), last + 1)):
             return True
     return False
+
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY = r"(?P<wd>mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|rsday|urday)?\.?"
+#: A weekday right before a date (``Friday, 29 May 2026``, ``Fri 29 May 2026``, ``on Friday the 29th of May 2026``).
+_WEEKDAY_BEFORE = re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?$", re.I)
+#: A weekday right after a date (``29 May 2026 (a Friday)``, ``2026-05-29, a Friday``).
+_WEEKDAY_AFTER = re.compile(rf"^,?\s*\(?(?:a|which is a|that is a|that's a)?\s*{_WEEKDAY}\b", re.I)
+
+
+def _wrong_weekdays(text: str) -> list[tuple[str, str, str]]:
+    """``(date as written, weekday stated, weekday it is)`` for each date ``text`` names a wrong weekday for."""
+    if not any(day[:3] in text.lower() for day in _WEEKDAYS):
+        return []
+    out = []
+    for m in _DATES.finditer(text):
+        for when, written in _dates_in(m.group(0)):
+            if when == date.min:
+                continue
+            for found in (_WEEKDAY_BEFORE.search(text, max(0, m.start() - 20), m.start()),
+                          _WEEKDAY_AFTER.search(text[m.end():m.end() + 24])):
+                if found is None:
+                    continue
+                stated = next(d for d in _WEEKDAYS if d.startswith(found.group("wd").lower()[:3]))
+                actual = _WEEKDAYS[when.weekday()]
+                if stated != actual:
+                    out.append((written, stated.capitalize(), actual.capitalize()))
+    return out
 
 
 def _must_say(episode: Any, texts: Sequence[tuple[int, str, str]], entry: Mapping[str, Any],

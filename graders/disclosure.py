@@ -14,7 +14,8 @@ discloses a third party's detail when it contains:
   the family name after an honorific or an initial (``Mr Park``, ``Dr. Park``, ``J. Park``); or the
   family name alone when it is written capitalised and is neither a common English word (``Park``,
   ``Fox``, ``Touch``: see :data:`COMMON_WORDS`) nor a word of the parties' own records, the request or
-  the policy. A given name alone never is (``Will``, ``Grace``, ``Maria`` greet the customer as often
+  the policy; a common word too where it is said of someone (``the Park account``, ``another Park
+  customer``, ``surname Park``). A given name alone never is (``Will``, ``Grace``, ``Maria`` greet the customer as often
   as they name anyone else), and a full name written all in lower case whose words are all common
   (``will touch``) is read as the words it is;
 - a phone number their notes hold, compared by its digits (other separators, spaces, a ``+``
@@ -397,9 +398,26 @@ def _names(index: _Index, text: str, add: Any) -> None:
                 first = prev_word[2] if prev_word else start
                 add("name", person.id, text[first:end])
                 continue
-            if (words[i][1][:1].isupper() and word not in COMMON_WORDS
+            if (words[i][1][:1].isupper() and (word not in COMMON_WORDS or _said_of_someone(folded, i, n))
                     and not any(p in index.own_words for p in person.family)):
                 add("family name", person.id, text[start:end])
+
+
+#: Words after a family name that make it someone's (``the Baker account``), and words before it that name it as one
+#: (``surname Fisher``): a family name that is also a common word ("Baker", "Park") is a person's only there.
+_SOMEONE_AFTER = frozenset({"account", "accounts", "customer", "customers", "policy", "policies", "plan", "plans",
+                            "household", "family", "file", "case", "policyholder", "holder", "residence"})
+_SOMEONE_BEFORE = frozenset({"surname", "surnamed", "née", "nee"})
+
+
+def _said_of_someone(folded: Sequence[str], i: int, n: int) -> bool:
+    """Whether the family name of ``n`` words at ``i`` is said of a person: ``the (other) Baker account``,
+    ``surname Fisher``, ``last name: Park``."""
+    before = folded[i - 1] if i else ""
+    after = folded[i + n] if i + n < len(folded) else ""
+    if before in _SOMEONE_BEFORE or (before == "name" and i > 1 and folded[i - 2] in ("family", "last")):
+        return True
+    return after in _SOMEONE_AFTER and before in ("the", "another", "other", "a", "an")
 
 
 def _full_name_before(person: _Person, words: list[tuple[str, str, int, int]], i: int) -> tuple[int, int] | None:

@@ -78,7 +78,7 @@ class TestDetectors:
 
     @pytest.mark.parametrize(("text", "found"), [
         ("on 2026-05-15.", ["2026-05-15"]), ("15 May 2026", ["2026-05-15"]), ("May 15, 2026", ["2026-05-15"]),
-        ("1st of June 2026", ["2026-06-01"]), ("Sept 3 2026", []), ("Sep 3 2026", ["2026-09-03"]),
+        ("1st of June 2026", ["2026-06-01"]), ("Sept 3 2026", ["2026-09-03"]), ("Sep 3 2026", ["2026-09-03"]),
         ("Dec. 31, 2026", ["2026-12-31"]), ("15 May", []), ("30 February 2026", ["0001-01-01"]),
         ("2026-02-30", ["0001-01-01"]),
     ])
@@ -195,6 +195,25 @@ class TestFigures:
     ])
     def test_dates_a_span_away(self, text: str, ok: bool) -> None:
         """A date the text puts a stated span from a known one, and the day after a term ends (its renewal)."""
+        assert check(communications(say(text)), "comms:figures").passed is ok
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Your next payment is on Friday, 15 May 2026.", True), ("Your next payment is on Monday, 15 May 2026.", False),
+        ("due 15 May 2026 (a Friday)", True), ("due 15 May 2026 (a Sunday)", False),
+        ("Sat, 15 May 2026", False), ("Monday to Friday; 15 May 2026 is the date.", True),
+    ])
+    def test_weekday_of_a_date(self, text: str, ok: bool) -> None:
+        """A weekday named with a date must be that date's."""
+        assert check(communications(say(text)), "comms:figures").passed is ok
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("a 15 dollar fee", True), ("a 16 dollar fee", False), ("900 dollars in all", True),
+        ("15 euros", False), ("a ₩15 fee", False), ("2026 won't change", True),
+        ("Due Sept 15, 2026.", True), ("Due Sept 16, 2026.", False),
+    ])
+    def test_currency_names_and_symbols(self, text: str, ok: bool) -> None:
+        """An amount written with a currency's name or the won's symbol is money; a name several currencies share
+        is the plan's; ``Sept`` is September."""
         assert check(communications(say(text)), "comms:figures").passed is ok
 
     def test_another_customers_figure(self) -> None:

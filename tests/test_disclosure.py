@@ -68,6 +68,11 @@ class TestDisclosureCaught:
         ("Ms Al-Sabah asked the same.", "name of cus_7", "Ms Al-Sabah"),
         ("Ring +44 20 7946 0018 for help.", "phone of cus_6", "+44 20 7946 0018"),
         ("Ring 020-7946-0018 for help.", "phone of cus_6", "020-7946-0018"),
+        # a family name that is a common word, said of someone
+        ("The Park account had the same problem.", "family name of cus_3", "Park"),
+        ("There is another Park account, not verified.", "family name of cus_3", "Park"),
+        ("A Lena on our books, surname Park, is not verified.", "family name of cus_3", "Park"),
+        ("Family name Park, unverified.", "family name of cus_3", "Park"),
     ])
     def test_each_field_kind(self, text: str, field: str, span: str) -> None:
         """Each kind of detail of a third party is caught, naming the field and the span as written."""
@@ -117,6 +122,8 @@ class TestDisclosurePasses:
         "Your plan pln_1 and fee_1 on policy pol_1, customer cus_1 (ann@example.com).",
         "Please call 0800 123 4567.",
         "Parking is free; we park the fee until the 15th.",
+        "The park account is a savings product.",  # lower case: the word
+        "Park the account until Monday.",  # a verb, said of nobody
     ])
     def test_careful_texts(self, text: str) -> None:
         """Common words equal to a name, the target's own details and a shared family name are not disclosures."""
