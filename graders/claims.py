@@ -175,6 +175,8 @@ def _rx(pattern: str) -> Pattern:
 _SENTENCE_CONDITION = _rx(rf"^\W*(?:(?:and|but|so|then|also|otherwise)\s+)?{_CONDITION}\b")
 _TRAILING_CONDITION = _rx(r"\s(?:if|once|when|whenever|as soon as|after|provided|providing|unless|in case|"
                           r"subject to|pending|upon|on condition|depending on|as long as|so long as)\b.*$")
+#: A time bound after what a clause says ("continues as normal until the payment is received"): not a claim of its own.
+_UNTIL = _rx(r"\s(?:until|till|up until|up to when)\b.*$")
 _LEADING_REASON = _rx(r"^\W*(?:and\s+)?(?:since|because|as|given that)\b[^,]*,\s*(?=\S)")
 _TRAILING_REASON = _rx(r",?\s(?:because|since|as (?=(?:your|our|we|i|you)\b)|so that|to make sure|to be safe)\b.*$")
 _MAY = re.compile(r"\bmay\b")  # lower case: "May" is a month
@@ -226,7 +228,7 @@ _WAIVE = r"(?:waived|removed|taken\b.{0,25}\boff|took\b.{0,25}\boff|written off|
          r"dropped|cancell?ed|refunded|credited back|taken care of|gone|off your (?:account|balance|bill)|" \
          r"no longer (?:due|owed|payable|on your account))"
 _MOVE = r"(?:moved|changed|updated|set|shifted|switched|rescheduled|adjusted|aligned|brought forward|pushed)"
-_SPLIT = r"(?:split|spread|divided|rescheduled|restructured|replaced|rearranged|converted|combined|merged|" \
+_SPLIT = r"(?:split|spread|divided|extended|rescheduled|restructured|replaced|rearranged|converted|combined|merged|" \
          r"consolidated|reduced|increased|lowered|recalculated|updated|changed|switched|moved|set up|put in place|" \
          r"re-?spread|re-?split|amended|gone up|gone down|adjusted)"
 _DEFER = r"(?:deferred|postponed|put off|pushed back|" \
@@ -339,7 +341,7 @@ _MONTH_END = _rx(r"\b(?:end of (?:the|each|every) month|last day of (?:the|each|
 #: A month's end named as where a date moved from ("from the end of the month to the 15th"): not the day it is on.
 _FROM_MONTH_END = _rx(r"\bfrom\s+(?:the\s+)?(?:end of (?:the|each|every) month|last day of (?:the|each|every) month|"
                       r"month[- ]end)\b")
-_COUNT = _rx(r"\b(?:into|over|with|across|to)\s+(?:just\s+)?(\d{1,2}|" + "|".join(_NUMBERS)
+_COUNT = _rx(r"\b(?:into|over|with|across|to)\s+(?:just\s+)?(?:your\s+|the\s+|all\s+)?(\d{1,2}|" + "|".join(_NUMBERS)
              + r")\b(?!\s*(?:st|nd|rd|th|"
              r"%|\.\d))(?!\s+(?:of|days|weeks|years|" + _MONTH + r")\b)")
 _AMOUNT = _rx(r"(?:[$€£¥₩]\s?|\b(?:" + "|".join(_CODES) + r")\s?)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
@@ -374,7 +376,8 @@ def _sentences(text: str) -> Iterator[str]:
 _CUT = _rx(r"(?=[\s;:,()])(?:\s*;\s+|:\s+|\s+[—–-]\s+(?!(?:twice|two times|again)\b)|"
            r",\s+(?=(?:but|so|and|which|who|while|though|although|meaning|since)\b)|\s+but\s+|\s+and,\s+|"
            r"\s+so\s+(?=(?:i|we|your|the|nothing|it|you|that|there)\b)|"
-           r"\s+and\s+(?=(?:also\s+)?(?:i|i've|we|we've|your|the|nothing|none|no|it's|it is|moved|set|waived|removed|"
+           r"(?<!ahead)\s+and\s+(?=(?:also\s+)?(?:i|i've|we|we've|your|the|nothing|none|no|it's|it is|moved|set|"
+           r"waived|removed|"
            r"cancelled|refunded|applied|stopped|deferred|split|marked)\b)|\s*\((?=[^)]*\))|\)\s*)")
 
 
@@ -421,9 +424,12 @@ _BASE: list[tuple[str, Pattern]] = [
 #: Negative words that do not negate the clause: a waiver said as "no longer payable", and a contrast that negates
 #: only what follows it ("deferred, not missed", "to the last instalment, not the next one").
 _NOT_NEGATING = _rx(r"\bno longer (?:due|owed|payable|outstanding|charged|on your (?:account|balance|bill|"
-                    r"statement))\b|"
-                    r"(?:,|\s[-–—])\s*(?:and\s+|but\s+)?not\s+(?!(?:yet|now|anymore|any more)\b).*$|"
-                    r"\brather than\b.*$|\binstead of\b.*$")
+                    r"statement))\b")
+#: What a clause sets against what it says ("deferred, not missed", "rather than adding it to one payment, ..."):
+#: read apart from it, so its negation, day, count and place are not the clause's.
+_CONTRAST = _rx(r"^\W*(?:rather than|instead of)\b[^,]*,\s*|"
+                r"(?:,|\s[-–—])\s*(?:and\s+|but\s+)?not\s+(?!(?:yet|now|anymore|any more)\b).*$|"
+                r"\s(?:rather than|instead of)\b.*$")
 
 
 def _mode(clause: str, imposed: str | None) -> str:
@@ -487,7 +493,7 @@ def _read_clause(raw: str, imposed: str | None) -> tuple[Statement, ...]:
     clause = _REQUEST_TO.sub(r"\1 request ", clause)
     if _NOT_A_STATEMENT.search(clause) or _YOU_ACT.search(clause):
         return ()  # a heading or a relative clause ("What I've done"), or the customer's own act
-    body = _TRAILING_REASON.sub("", _TRAILING_CONDITION.sub("", clause))
+    body = _CONTRAST.sub("", _UNTIL.sub("", _TRAILING_REASON.sub("", _TRAILING_CONDITION.sub("", clause)))) or clause
     mode = _mode(body, imposed)
     if mode == "will" and _TRAILING_CONDITION.search(clause):
         mode = "conditional"  # "the change will take effect once the holder has verified"
@@ -674,6 +680,14 @@ class Facts:
         return key(self.unpaid_before) != key(self.unpaid_after) or self.deferrals > 0
 
     @functools.cached_property
+    def remaining_changed(self) -> bool:
+        """Whether an instalment unpaid at the end is new or not as it was (one paid off in between is not)."""
+        before = {i.seq: i for i in self.unpaid_before}
+        return self.deferrals > 0 or any(
+            i.seq not in before or (before[i.seq].due_date, before[i.seq].amount, before[i.seq].paid_amount)
+            != (i.due_date, i.amount, i.paid_amount) for i in self.unpaid_after)
+
+    @functools.cached_property
     def policy_changed(self) -> bool:
         return any(b is None or b != p for b, p in self.policies)
 
@@ -787,6 +801,13 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
         if _DATE_WORD.search(s.clause) and not re.search(r"\b(?:else|other|paid|already|amounts?|first|last|next|"
                                                           r"previous|earlier|yet)\b", s.clause, re.I):
             return "the due dates were moved" if facts.due_moved else None
+        if re.search(r"\b(?:all|both|each|every)\b.*\b(?:are|is)\s+(?:all\s+)?(?:exactly\s+)?the same\b",
+                     s.clause, re.I):
+            return None  # "all three payments are the same": equal to each other, not to what they were
+        if re.search(r"\b(?:remaining|rest of)\b", s.clause, re.I) and re.search(
+                r"\b(?:schedule|plan|instalments?|installments?|payments?)\b", s.clause, re.I) and not re.search(
+                r"\b(?:balance|total|amounts?|owed|owe)\b", s.clause, re.I):
+            return "the remaining instalments changed" if facts.remaining_changed else None
         if _SPECIFIC.search(s.clause):
             return None
         if re.search(r"\b(?:nothing|no changes?|anything|everything|account)\b", s.clause, re.I):

@@ -740,6 +740,8 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
                     continue  # a date a span the text states away from a known one ("12 months after ...")
                 bad.append({"seq": seq, "tool": tool, "figure": written,
                             "why": "not a date of this customer's records or of anything quoted to the agent"})
+        for written, why in _role_errors(episode, plans, text):
+            bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
         for written, stated, actual in _wrong_weekdays(text):
             bad.append({"seq": seq, "tool": tool, "figure": written,
                         "why": f"the date is a {actual}, not a {stated}"})
@@ -777,6 +779,95 @@ def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, p
                 for m in range(max(first, 1), last + 1)):
             return True
     return False
+
+
+#: An instalment named by its place (``your next payment``, ``the final instalment``): the figures after it in its
+#: clause are said to be its own.
+_ROLE = re.compile(r"\b(?P<which>next|last|final)\s+(?:monthly\s+|scheduled\s+|regular\s+|remaining\s+)?"
+                   r"(?:instalment|installment|payment|debit|direct debit|collection)\b(?![s'’])", re.I)
+#: Words that put the figures after a named instalment on another one, or on another time (``the next payment
+#: after that``, ``the final payment was``): then nothing is said of it.
+_ELSEWHERE = re.compile(r"\b(?:after|following|then|before|previous|previously|old|originally|would have|was|were|"
+                        r"used to|instead of|rather than|not|from|each|every|all|both|within|until|term|policy|"
+                        r"renewal|fee|balance|total)\b|\bn't\b", re.I)
+#: Words that say an instalment changed in the episode: its figures before are then said of it too.
+_CHANGED = re.compile(r"\b(?:deferred|postponed|moved|changed|replaced|cancell?ed|skipped|pushed|rescheduled|"
+                      r"increased|decreased|reduced|lowered|raised|rises?|rose|goes up|go up|went up|falls?|fell|"
+                      r"drops?|dropped|goes down|go down|went down|split|spread|waived|paid|covered|applied|now)\b",
+                      re.I)
+_CLAUSE_END = re.compile(r"[.!?;(\n](?:\s|$)|\(|\s[-–—]\s|,\s+(?:and|but|so|which|while)\b")
+
+
+def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[str, str]]:
+    """``(figure as written, why)`` for each amount or date said of the next or the last instalment that is not
+    that instalment's (before or after the episode): ``your next payment of €108.85 on 2 June 2026`` fails when
+    the next is €108.84 on 2 May. Every figure in the clause after the name is read, and one of each kind that is
+    the instalment's is enough (``your next payment goes up by £13.92 to £94.94``)."""
+    if not plans or _ROLE.search(text) is None:
+        return []
+    out = []
+    for m in _ROLE.finditer(text):
+        window = text[m.end():m.end() + 100]
+        cut = _CLAUSE_END.search(window)
+        window = window[:cut.start()] if cut else window
+        if _ELSEWHERE.search(window) or _ELSEWHERE.search(text[max(0, m.start() - 12):m.start()]):
+            continue
+        # before the episode too, where the sentence says it changed ("your next payment, due 21 April, is deferred")
+        opened = max(text.rfind(end, 0, m.start()) for end in (". ", "! ", "? ", "\n"))
+        moved = _CHANGED.search(text[opened + 1:m.end()] + window) is not None
+        amounts, dates = _instalment_figures(episode, plans, m.group("which").lower(), before=moved)
+        if not amounts:
+            continue
+        spans = [(v, c, written) for v, c, d, a, b in _money_spans(window)
+                 if _hedge(window, a, b) is None for written in (window[a:b],)]
+        currencies = {c for _, c, _ in spans if c is not None}
+        if spans and currencies <= {cur for cur, _ in amounts} and not any(
+                (c is None or c == cur) and v == x for v, c, _ in spans for cur, x in amounts):
+            shown = sorted({f"{x} {cur}" for cur, x in amounts})
+            out.append((spans[0][2], f"said of the {m.group('which').lower()} instalment, which is "
+                        f"{' or '.join(shown)}"))
+        found = _dates_in(window)
+        if found and not any(d in dates for d, _ in found):
+            shown = sorted({str(d) for d in dates})
+            out.append((found[0][1], f"said of the {m.group('which').lower()} instalment, which falls on "
+                        f"{' or '.join(shown)}"))
+    return out
+
+
+def _instalment_figures(episode: Any, plans: Sequence[Any], which: str,
+                        before: bool) -> tuple[set[tuple[str, Decimal]], set[date]]:
+    """The amounts (owed and in all, by currency) and the dates (due and collected) of the next instalment (the
+    first open one) or the last one (``last``, ``final``) of each of the target's plans at the end (and, with
+    ``before``, at the start)."""
+    amounts: set[tuple[str, Decimal]] = set()
+    dates: set[date] = set()
+    today = next((_iso_date(e.at) for e in episode.events if isinstance(e.at, str)), None)
+    for plan in plans:
+        for state in ((episode.initial_state, episode.final_state) if before else (episode.final_state,)):
+            version = state.get("plans", plan.id)
+            if version is None:
+                continue
+            live = [i for i in version.instalments if i.status != "cancelled"]
+            if which == "next":
+                live = [i for i in live if i.status in UNPAID or i.status == "partially_paid"]
+            if not live:
+                continue
+            if which == "next":  # the first open one; any open one already due; the first not yet due
+                upcoming = [i for i in live if today is None or i.due_date > today]
+                chosen = {min(live, key=_seq)} | ({min(upcoming, key=_seq)} if upcoming else set()) | {
+                    i for i in live if today is not None and i.due_date <= today}
+            else:
+                chosen = {max(live, key=_seq)}
+            places = exponent(version.currency)
+            for inst in chosen:
+                for minor in (inst.amount.minor, inst.amount.minor - inst.paid_amount.minor):
+                    amounts.add((version.currency, Decimal(minor).scaleb(-places).normalize()))
+                dates.update((inst.due_date, inst.draft_date))
+    return amounts, dates
+
+
+def _seq(instalment: Any) -> int:
+    return int(instalment.seq)
 
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

@@ -216,6 +216,21 @@ class TestFigures:
         is the plan's; ``Sept`` is September."""
         assert check(communications(say(text)), "comms:figures").passed is ok
 
+    @pytest.mark.parametrize(("text", "ok"), [
+        # the kit's plan: nine unpaid instalments of 100.00 on the 15th, May to December 2026 and the last in 2027
+        ("Your next payment of $100.00 is due on 15 May 2026.", True),
+        ("Your next payment of $100.00 is due on 15 June 2026.", False),  # a date of the plan, not the next one's
+        ("Your next payment of $300.00 is due on 15 May 2026.", False),   # an amount of the plan, not the next one's
+        ("Your next payment goes up by $15.00 to $100.00.", True),        # one figure of the clause is its own
+        ("The next payment after that is on 15 June 2026.", True),        # said of another instalment
+        ("Your final instalment of $100.00 is due on 15 May 2026.", False),
+        ("Your next payment was due on 15 June 2026.", True),             # another time
+    ])
+    def test_figures_said_of_the_next_or_last_instalment(self, text: str, ok: bool) -> None:
+        """An amount or a date said of the next (or the last) instalment must be that instalment's."""
+        assert check(communications(say(text)), "comms:figures").passed is ok, \
+            check(communications(say(text)), "comms:figures").detail
+
     def test_another_customers_figure(self) -> None:
         """An amount only another customer's records hold is unsupported."""
         s = world(attrs.evolve(world().get("fees", "fee_2"), amount=usd("42.00")))
@@ -353,6 +368,28 @@ class TestClaims:
         waived = put(s, attrs.evolve(s.get("fees", "fee_1"), status="waived", waived_on=date(2026, 4, 20)))
         assert check(communications(say(text, final=waived)), "comms:claims").passed is waived_ok
         assert check(communications(say(text)), "comms:claims").passed is open_ok
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Your plan continues as normal until the payment is received.", True),  # a time bound, not a payment
+        ("All nine payments are the same.", True),                               # equal to each other
+        ("Your remaining schedule is unchanged.", True),
+        ("I've gone ahead and cancelled your remaining instalments.", False),
+        ("I've extended your plan to 12 monthly instalments.", False),
+    ])
+    def test_more_of_how_chat_models_say_it(self, text: str, ok: bool) -> None:
+        """With nothing changed: true sentences pass, and a change claimed after 'gone ahead and', or with a verb
+        like 'extended', fails."""
+        assert check(communications(say(text)), "comms:claims").passed is ok
+
+    def test_a_contrast_is_not_the_count(self) -> None:
+        """'Rather than adding it to one payment, it's been spread across your 9 instalments' says 9, not one."""
+        s = world()
+        plan15 = s.get("plans", "pln_1")
+        spread = put(s, attrs.evolve(plan15, instalments=tuple(
+            attrs.evolve(i, amount=usd("101.00")) if i.status != "paid" else i for i in plan15.instalments)))
+        for text, ok in [("Rather than adding it all to one payment, it's been spread across your 9 instalments.",
+                          True), ("It's been spread across your 4 instalments.", False)]:
+            assert check(communications(say(text, final=spread)), "comms:claims").passed is ok, text
 
     def test_denials_and_contrasts_of_a_due_day_move(self) -> None:
         """Denying a move to a day the plan does not use is true after a move to another; a contrast negates only
