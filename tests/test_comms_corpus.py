@@ -75,3 +75,24 @@ def test_every_scenario_loads_at_its_seeds(suite: str, scenario: str) -> None:
     seeds = {e["seed"] for e in ENTRIES if e["scenario"] == scenario and e.get("suite", "scenarios") == suite}
     for seed in sorted(seeds):
         assert loaded.instance(seed).state is not None
+
+
+PROBE = ROOT / "tests" / "fixtures" / "comms_corpus_probe.jsonl"
+
+
+def test_the_second_corpus_is_well_formed() -> None:
+    """The second corpus (texts written the way chat models write, at other seeds) has the first's shape: the
+    known keys, the four labels, unique ids, every false class present, and scenarios that load at its seeds."""
+    with PROBE.open(encoding="utf-8") as fh:
+        entries = [json.loads(line) for line in fh if line.strip()]
+    assert len(entries) >= 400
+    assert len({e["id"] for e in entries}) == len(entries)
+    for e in entries:
+        assert REQUIRED <= set(e) <= REQUIRED | OPTIONAL, e.get("id")
+        assert e["label"] in LABELS and isinstance(e["seed"], int) and e["seed"] > 0, e["id"]
+    counts = Counter(e["label"] for e in entries)
+    assert 2 * counts["true"] >= len(entries) and all(counts[label] >= 30 for label in LABELS[1:]), counts
+    for scenario in sorted({e["scenario"] for e in entries}):
+        loaded = load_scenario(ROOT / "scenarios" / scenario)
+        for seed in sorted({e["seed"] for e in entries if e["scenario"] == scenario}):
+            assert loaded.instance(seed).state is not None
