@@ -872,6 +872,7 @@ def _seq(instalment: Any) -> int:
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAY = r"(?P<wd>mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|rsday|urday)?\.?"
+_WEEKDAY_WORD = re.compile(rf"\b{_WEEKDAY}(?![a-z])", re.I)
 #: A weekday right before a date (``Friday, 29 May 2026``, ``Fri 29 May 2026``, ``on Friday the 29th of May 2026``).
 _WEEKDAY_BEFORE = re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?$", re.I)
 #: A weekday right after a date (``29 May 2026 (a Friday)``, ``2026-05-29, a Friday``).
@@ -880,7 +881,7 @@ _WEEKDAY_AFTER = re.compile(rf"^,?\s*\(?(?:a|which is a|that is a|that's a)?\s*{
 
 def _wrong_weekdays(text: str) -> list[tuple[str, str, str]]:
     """``(date as written, weekday stated, weekday it is)`` for each date ``text`` names a wrong weekday for."""
-    if not any(day[:3] in text.lower() for day in _WEEKDAYS):
+    if _WEEKDAY_WORD.search(text) is None:
         return []
     out = []
     for m in _DATES.finditer(text):
