@@ -545,10 +545,10 @@ def _money_spans(text: str) -> tuple[tuple[Decimal, str | None, int, int, int], 
     return tuple(out)
 
 
-def _counts_in(text: str) -> list[int]:
-    """The whole numbers ``text`` states outside its amounts and dates (``3 payments``, ``245 days``), in digits or
-    in words (``three payments``, ``twenty-four months``)."""
-    out = [_number_word(m.group(0)) for m in _COUNT_WORDS.finditer(text)]
+def _counts_in(text: str, words: bool = True) -> list[int]:
+    """The whole numbers ``text`` states outside its amounts and dates (``3 payments``, ``245 days``), in digits and
+    (``words``) in words (``three payments``, ``twenty-four months``)."""
+    out = [_number_word(m.group(0)) for m in _COUNT_WORDS.finditer(text)] if words else []
     plain = _DATES.sub(" ", text)
     for m in _MONEY.finditer(plain):
         num = m.group("b")
@@ -566,7 +566,7 @@ _TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ni
 #: A count written in words, one to ninety-nine (``seven``, ``twenty-four``, ``thirty six``).
 _WORD_NUMBER = rf"(?:(?:{'|'.join(_TENS)})(?:[- ](?:{'|'.join(_UNITS[:9])}))?|" \
                rf"{'|'.join(sorted(_UNITS, key=len, reverse=True))})"
-_COUNT_WORDS = re.compile(rf"(?=[a-z])\b{_WORD_NUMBER}\b", re.I)
+_COUNT_WORDS = re.compile(rf"(?=[otfsen])\b{_WORD_NUMBER}\b", re.I)  # opening with a number word's first letter
 
 
 def _number_word(word: str) -> int:
@@ -710,7 +710,10 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
                 why = f"in {currency}, not the plan's {'/'.join(sorted(currencies))}"
             elif not known.has_amount(value.normalize(), pool):
                 if counts is None:
-                    counts = _counts_in(text)
+                    counts = _counts_in(text, words=False)
+                if any(c in EXPONENTS and known.derives(value, c, counts) for c in pool):
+                    continue  # one step of arithmetic, with a count in digits (the common case: no word scan)
+                counts = _counts_in(text)
                 remainder = _REMAINDER.search(text) is not None
                 hedge = _hedge(text, start, end)
                 if hedge is not None and _honest_rounding(known, value, decimals, hedge, pool, counts, remainder):
@@ -872,7 +875,6 @@ def _seq(instalment: Any) -> int:
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAY = r"(?P<wd>mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|rsday|urday)?\.?"
-_WEEKDAY_WORD = re.compile(rf"\b{_WEEKDAY}(?![a-z])", re.I)
 #: A weekday right before a date (``Friday, 29 May 2026``, ``Fri 29 May 2026``, ``on Friday the 29th of May 2026``).
 _WEEKDAY_BEFORE = re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?$", re.I)
 #: A weekday right after a date (``29 May 2026 (a Friday)``, ``2026-05-29, a Friday``).
@@ -881,21 +883,21 @@ _WEEKDAY_AFTER = re.compile(rf"^,?\s*\(?(?:a|which is a|that is a|that's a)?\s*{
 
 def _wrong_weekdays(text: str) -> list[tuple[str, str, str]]:
     """``(date as written, weekday stated, weekday it is)`` for each date ``text`` names a wrong weekday for."""
-    if _WEEKDAY_WORD.search(text) is None:
-        return []
     out = []
-    for m in _DATES.finditer(text):
-        for when, written in _dates_in(m.group(0)):
-            if when == date.min:
+    at = 0
+    for when, written in _dates_in(text):  # kept per text: where each is, found from where the last one was
+        start = text.find(written, at)
+        at = end = start + len(written)
+        if when == date.min or start < 0:
+            continue
+        for found in (_WEEKDAY_BEFORE.search(text, max(0, start - 20), start),
+                      _WEEKDAY_AFTER.search(text[end:end + 24])):
+            if found is None:
                 continue
-            for found in (_WEEKDAY_BEFORE.search(text, max(0, m.start() - 20), m.start()),
-                          _WEEKDAY_AFTER.search(text[m.end():m.end() + 24])):
-                if found is None:
-                    continue
-                stated = next(d for d in _WEEKDAYS if d.startswith(found.group("wd").lower()[:3]))
-                actual = _WEEKDAYS[when.weekday()]
-                if stated != actual:
-                    out.append((written, stated.capitalize(), actual.capitalize()))
+            stated = next(d for d in _WEEKDAYS if d.startswith(found.group("wd").lower()[:3]))
+            actual = _WEEKDAYS[when.weekday()]
+            if stated != actual:
+                out.append((written, stated.capitalize(), actual.capitalize()))
     return out
 
 
