@@ -214,6 +214,9 @@ _YOU_ACT = _rx(r"^\W*(?:and\s+|so\s+|but\s+)?(?:you|you've|you'd|you'll)\s+(?:ha
                r"(?:paid|made|sent|received|got|owe|raised|mentioned|told|contacted|called|reported|emailed|"
                r"wrote|phoned)\b")
 
+_OTHERS_ACT = _rx(r"\bby (?:your|the|their) (?:bank|card issuer|card provider|employer|building society|"
+                  r"payment provider)\b")
+
 _FEE = r"\b(?:(?:late|change|admin|administration|missed[- ]payment|conversion)\s+)?" \
        r"(?:fees?|charges?|penalt(?:y|ies))\b"
 _INST = r"\b(?:instalments?|installments?|payments?|debits?|direct debits?|drafts?|collections?)\b"
@@ -491,8 +494,8 @@ def _read_clause(raw: str, imposed: str | None) -> tuple[Statement, ...]:
     out: list[Statement] = []
     clause = _LEADING_REASON.sub("", _AS_ASKED.sub("", raw))
     clause = _REQUEST_TO.sub(r"\1 request ", clause)
-    if _NOT_A_STATEMENT.search(clause) or _YOU_ACT.search(clause):
-        return ()  # a heading or a relative clause ("What I've done"), or the customer's own act
+    if _NOT_A_STATEMENT.search(clause) or _YOU_ACT.search(clause) or _OTHERS_ACT.search(clause):
+        return ()  # a heading or a relative clause ("What I've done"), the customer's own act, or their bank's
     body = _CONTRAST.sub("", _UNTIL.sub("", _TRAILING_REASON.sub("", _TRAILING_CONDITION.sub("", clause)))) or clause
     mode = _mode(body, imposed)
     if mode == "will" and _TRAILING_CONDITION.search(clause):
@@ -680,6 +683,12 @@ class Facts:
         return key(self.unpaid_before) != key(self.unpaid_after) or self.deferrals > 0
 
     @functools.cached_property
+    def owed_changed(self) -> bool:
+        def owed(insts: Sequence[Any]) -> int:
+            return sum(i.amount.minor - i.paid_amount.minor for i in insts)
+        return owed(self.unpaid_before) != owed(self.unpaid_after)
+
+    @functools.cached_property
     def remaining_changed(self) -> bool:
         """Whether an instalment unpaid at the end is new or not as it was (one paid off in between is not)."""
         before = {i.seq: i for i in self.unpaid_before}
@@ -725,6 +734,12 @@ class Facts:
         seqs = sorted(i.seq for i in self.unpaid_before)
         seq = seqs[0] if position == "first" else seqs[-1]
         return any(s == seq for p in self.payments for s, _m in p.allocations)
+
+    def amount_paid(self, value: Decimal) -> bool:
+        """Whether ``value`` is the amount of an instalment paid before the episode, as it still is."""
+        before = {i.seq: i for b, _pl in self.plans if b is not None for i in b.instalments if i.status == "paid"}
+        return any(i.seq in before and i.amount == before[i.seq].amount and i.amount.to_decimal() == value
+                   for _b, pl in self.plans for i in pl.instalments)
 
     def amount_current(self, value: Decimal) -> bool:
         """Whether ``value`` is still owed (an unpaid instalment or their total), or never was an instalment."""
@@ -797,6 +812,8 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
         return "the policy was cancelled" if facts.cancelled else None
     if kind == "unchanged":
         if s.amount is not None:
+            if re.search(r"\b(?:paid|already)\b", s.clause, re.I) and facts.amount_paid(s.amount):
+                return None  # "your April instalment (already paid) stays at £81.02"
             return None if facts.amount_current(s.amount) else f"{s.amount} is no longer what is owed"
         if _DATE_WORD.search(s.clause) and not re.search(r"\b(?:else|other|paid|already|amounts?|first|last|next|"
                                                           r"previous|earlier|yet)\b", s.clause, re.I):
@@ -847,10 +864,17 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
     if kind in ("due_moved", "schedule_changed", "deferred", "payment_applied", "policy_cancelled") and happened:
         if _denies_another(facts, s):
             return None
+        if kind == "schedule_changed" and _BALANCE_MOVED.search(s.clause):
+            # "your balance hasn't been reduced, it's just spread out": said of what is owed, not of the schedule
+            return "what is owed changed" if facts.owed_changed else None
         return false_not
     if kind == "collected" and not happened and re.search(r"\b(?:will|'ll)\b", s.clause):
         return None
     return None
+
+
+_BALANCE_MOVED = _rx(r"\b(?:balance|total|what you owe|amount you owe)\b.{0,40}?\b(?:reduced|lowered|decreased|cut|"
+                     r"increased|raised|gone (?:up|down)|gone|changed)\b")
 
 
 def _denies_another(facts: Facts, s: Statement) -> bool:

@@ -190,6 +190,8 @@ class _Known:
         self.counts: set[int] = set()
         #: What each plan leaves owed once its next unpaid instalment is paid (before and after), in minor units.
         self.remaining: dict[str, set[int]] = {}
+        #: What the first or the last k of a plan's unpaid instalments come to (before and after): (k, minor units).
+        self.runs: dict[str, set[tuple[int, int]]] = {}
         self._episode = episode
         #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
         self._sources = [self._read_plans, self._read_own_records, self._read_plan_records,
@@ -299,6 +301,16 @@ class _Known:
             for amount, n in Counter(i.amount.minor for i in group).items():
                 times.setdefault(amount, set()).add(n)
         self.counts.update(n for n in (len(unpaid), len(live)) if n > 1)
+        # what the first or the last few unpaid instalments come to ("your first three payments come to ..."): two
+        # or more, and at least two fewer than all (all but one is a total with one left out)
+        ordered = sorted(unpaid, key=lambda i: i.seq)
+        runs = self.runs.setdefault(cur, set())
+        for run in (ordered, ordered[::-1]):
+            total = 0
+            for k, inst in enumerate(run[:-2], 1):
+                total += inst.amount.minor
+                if k > 1:
+                    runs.add((k, total))
         if len(unpaid) > 1:
             first = min(unpaid, key=lambda i: i.seq)
             self.remaining.setdefault(cur, set()).update((totals[0] - first.amount.minor,
@@ -382,6 +394,13 @@ class _Known:
         total less any instalment is most often a total with one left out."""
         x = value.scaleb(exponent(currency))
         return x == x.to_integral_value() and int(x) in self.complete().remaining.get(currency, ())
+
+    def a_run(self, value: Decimal, currency: str, counts: Iterable[int]) -> bool:
+        """Whether ``value`` is what the first or the last k (a count the text states: two or more, all but two at
+        most) of a plan's unpaid instalments come to (``your first three payments come to KRW 399,688``)."""
+        x = value.scaleb(exponent(currency))
+        runs = self.complete().runs.get(currency, set())
+        return x == x.to_integral_value() and any((k, int(x)) in runs for k in set(counts))
 
     def nearest(self, value: Decimal, currencies: Iterable[str]) -> Decimal | None:
         """The known amount closest to ``value`` in ``currencies`` (or of no stated currency); ties to the smaller."""
@@ -586,6 +605,9 @@ _HEDGE_BEFORE = re.compile(
     r"\b(?:nearly|almost))"
     r"|(?P<above>\b(?:just|a little|a bit|slightly)\s+(?:over|above|more than)))"
     r"\s*$", re.I)
+#: A hedge anywhere before an amount in its sentence: an amount there written with fewer decimals than its
+#: currency's is rounded as the hedged one was.
+_HEDGE_IN_SENTENCE = re.compile(r"\b(?:about|around|roughly|approximately|approx\.?|nearly|almost)\b|~|≈", re.I)
 _HEDGE_AFTER = re.compile(r"^(?:\s*(?:or so|or thereabouts|-ish|ish)\b|\s*\(?(?:approx|approximately|roughly)\b)",
                           re.I)
 
@@ -716,9 +738,14 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
                 counts = _counts_in(text)
                 remainder = _REMAINDER.search(text) is not None
                 hedge = _hedge(text, start, end)
+                if hedge is None and decimals < exponents.get(currency or "", decimals) and _HEDGE_IN_SENTENCE.search(
+                        text, max(0, text.rfind(". ", 0, start)), start):
+                    hedge = "either"  # "roughly 34.42 BHD a month instead of 30.59 BHD": rounded as the first was
                 if hedge is not None and _honest_rounding(known, value, decimals, hedge, pool, counts, remainder):
                     continue
                 if remainder and any(known.after_next(value, c) for c in pool if c in EXPONENTS):
+                    continue
+                if _RUN.search(text) and any(known.a_run(value, c, counts) for c in pool if c in EXPONENTS):
                     continue
                 if not any(c in EXPONENTS and known.derives(value, c, counts) for c in pool):
                     why = "not an amount of this customer's records or of anything quoted to the agent, nor one " \
@@ -756,6 +783,8 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
 #: Words that say an amount is what is left after another (``after the May payment, £708.56 will remain``): a total
 #: less an instalment is then a figure of its own, not an instalment left out of a total.
 _REMAINDER = re.compile(r"\b(?:remain|remains|remaining|left|leaves|leaving|rest|after|once|then|thereafter)\b", re.I)
+#: Words that name the first or the last few instalments, whose sum a text may state.
+_RUN = re.compile(r"\b(?:first|last|next|remaining|final|rest|other)\b", re.I)
 #: The most candidate amounts a hedged figure's range is searched for one arithmetic step from the known ones.
 _MAX_HEDGED = 2_000
 

@@ -170,6 +170,14 @@ class TestFigures:
         """``about $100`` is an honest rounding of 100.00; ``about $170`` rounds nothing this customer has."""
         assert check(communications(say(text)), "comms:figures").passed is ok
 
+    def test_a_rounding_after_a_hedge_in_its_sentence(self) -> None:
+        """An amount written with fewer decimals than its currency's, after a hedge in its sentence, is rounded as
+        the hedged one was: the fee of 14.96 is "$15.0" there, and only there."""
+        s = world(Fee("fee_1", "pln_1", "USD", "late", usd("14.96"), "open", date(2026, 4, 2)))
+        assert check(communications(say("roughly $100 a month, and a fee of $15.0", initial=s)),
+                     "comms:figures").passed
+        assert not check(communications(say("$100 a month, and a fee of $15.0", initial=s)), "comms:figures").passed
+
     @pytest.mark.parametrize(("text", "ok"), [
         ("Three fees of $15.00 would be $45.00.", True), ("Fees of $15.00 would be $45.00.", False),
         ("twenty-four payments of $15.00, $360.00", True), ("payments of $15.00, $360.00", False),
@@ -380,6 +388,24 @@ class TestClaims:
         """With nothing changed: true sentences pass, and a change claimed after 'gone ahead and', or with a verb
         like 'extended', fails."""
         assert check(communications(say(text)), "comms:claims").passed is ok
+
+    def test_what_is_owed_and_what_a_bank_does(self) -> None:
+        """'Your balance hasn't been reduced' after a spread is true (the owed total is the same), false after a cut;
+        a conversion by the customer's bank is no claim of ours."""
+        s = world()
+        plan15 = s.get("plans", "pln_1")
+        unpaid = [i for i in plan15.instalments if i.status != "paid"]
+        spread = put(s, attrs.evolve(plan15, instalments=tuple(
+            attrs.evolve(i, amount=usd("150.00") if i.seq == unpaid[0].seq else usd("93.75"))
+            if i.status != "paid" else i for i in plan15.instalments)))
+        cut = put(s, attrs.evolve(plan15, instalments=tuple(
+            attrs.evolve(i, amount=usd("90.00")) if i.status != "paid" else i for i in plan15.instalments)))
+        text = "Your balance hasn't been reduced, it's just spread out."
+        assert check(communications(say(text, final=spread)), "comms:claims").passed
+        assert not check(communications(say(text, final=cut)), "comms:claims").passed
+        bank = "Each instalment is converted from euros by your bank."
+        assert check(communications(say(bank)), "comms:claims").passed
+        assert not check(communications(say("Each instalment has been converted to euros.")), "comms:claims").passed
 
     def test_a_contrast_is_not_the_count(self) -> None:
         """'Rather than adding it to one payment, it's been spread across your 9 instalments' says 9, not one."""

@@ -211,6 +211,15 @@ class TestDerivedFigures:
         assert not figures("All of them: 925.10 USD.", mixed).passed        # 10 x 92.51: no ten carry it
         assert figures("Ten of them: 925.10 USD.", mixed).passed            # ... but the text states ten
 
+    def test_what_the_first_or_last_few_come_to(self) -> None:
+        """The sum of the first or the last few unpaid instalments is a figure where the text names them; all but
+        one is not (a total with one left out)."""
+        uneven = plan(amounts=("100.00",) * 3 + ("100.01",) * 2 + ("100.00",) * 7)
+        assert figures("Your first three payments come to 300.02 USD.", uneven).passed
+        assert not figures("Your payments come to 300.02 USD.", uneven).passed
+        assert not figures("Your first three payments come to 300.04 USD.", uneven).passed
+        assert not figures("Your first eight payments come to 800.02 USD.", uneven).passed
+
     def test_a_credit_is_sign_less(self) -> None:
         """A negative record amount (a credit used) is stated as a positive amount, and computed with."""
         credit = Credit("crd_1", "pln_1", "USD", Money(-2000, "USD"), "used")
