@@ -41,7 +41,6 @@ a count or a day of the month (``12 parts``, ``the 15th``) is not a figure.
 
 from __future__ import annotations
 
-import calendar
 import contextlib
 import functools
 import re
@@ -57,6 +56,7 @@ from graders._records import target_records as _target_records
 from graders.claims import CLAIMS, check_claims
 from graders.disclosure import disclosures
 from simworld._grading.verdict import Check, Verdict
+from simworld._world.dates import days_in_month
 from simworld._world.models import UNPAID, memo
 from simworld._world.money import EXPONENTS, Money, exponent
 
@@ -676,7 +676,7 @@ def _stepped(when: date, count: int, unit: str) -> tuple[date, ...]:
         index = when.year * 12 + when.month - 1 + sign * months
         year, month = divmod(index, 12)
         if 1 <= year <= 9999:
-            out.append(date(year, month + 1, min(when.day, calendar.monthrange(year, month + 1)[1])))
+            out.append(date(year, month + 1, min(when.day, days_in_month(year, month + 1))))
     return tuple(out)
 
 
