@@ -839,6 +839,8 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
         return []
     out = []
     for m in _ROLE.finditer(text):
+        if m.group("which").lower() == "last" and not m.group(0).lower().endswith(("instalment", "installment")):
+            continue  # "your last payment": most often the one made most recently, not the plan's final one
         window = text[m.end():m.end() + 100]
         cut = _CLAUSE_END.search(window)
         window = window[:cut.start()] if cut else window

@@ -233,6 +233,8 @@ class TestFigures:
         ("The next payment after that is on 15 June 2026.", True),        # said of another instalment
         ("Your final instalment of $100.00 is due on 15 May 2026.", False),
         ("Your next payment was due on 15 June 2026.", True),             # another time
+        ("Your last instalment is due on 15 May 2026.", False),
+        ("Thanks for your last payment of $100.00 on 15 March 2026.", True),  # the most recent, not the final
     ])
     def test_figures_said_of_the_next_or_last_instalment(self, text: str, ok: bool) -> None:
         """An amount or a date said of the next (or the last) instalment must be that instalment's."""
