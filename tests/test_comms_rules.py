@@ -52,6 +52,11 @@ def check(v, name):
     return c
 
 
+def figures_pass(text: str) -> bool:
+    """Whether ``comms:figures`` passes a message of ``text`` on the kit's world, nothing changed."""
+    return check(communications(say(text)), "comms:figures").passed
+
+
 class TestOutgoingTexts:
     def test_texts_of_ok_calls(self) -> None:
         """Subject and body of a message, and the text argument of each terminal tool, in order."""
@@ -159,16 +164,37 @@ class TestFigures:
         assert check(v, "comms:figures").passed is ok, v.data["unsupported_figures"]
 
     @pytest.mark.parametrize(("text", "ok"), [
-        # an honest rounding, hedged, of a known amount or of one step of arithmetic from them
+        # a hedged amount that honestly rounds a known one, or one a step of arithmetic gives
         ("That is about $100 a month.", True), ("You owe 900 USD or so.", True), ("A fee of nearly $16.", True),
         ("just under $101", True), ("about $133 a month over nine months", True),
         # a hedge does not stretch to a figure nothing near grounds, nor to one written to the cent
         ("That is about $170 a month.", False), ("about $900.50 owed", False),
         ("I can waive up to $16.", False), ("Fees over $16 need approval.", False),
+        # a count in words is a count the text states
+        ("Three fees of $15.00 would be $45.00.", True), ("Fees of $15.00 would be $45.00.", False),
+        ("twenty-four payments of $15.00, $360.00", True), ("payments of $15.00, $360.00", False),
+        # the balance less the next instalment, where the text says it remains
+        ("After your next instalment, 800.00 USD will remain.", True),
+        ("Your balance is 800.00 USD.", False),
+        ("After your next instalment, 700.00 USD will remain.", False),
+        # a date a stated span from a known one, and a term's renewal day
+        ("Your cover renews on 1 January 2027.", True), ("Your cover renews on 2 January 2027.", False),
+        ("10 days after 15 May 2026, on 25 May 2026.", True), ("On 25 May 2026.", False),
+        ("twelve months after 15 May 2026, on 15 May 2027", True), ("on 15 May 2027", False),
+        ("two weeks after 15 May 2026: 29 May 2026", True), ("the day after 15 May 2026, 16 May 2026", True),
+        # a weekday named with a date must be that date's
+        ("Your next payment is on Friday, 15 May 2026.", True), ("Your next payment is on Monday, 15 May 2026.", False),
+        ("due 15 May 2026 (a Friday)", True), ("due 15 May 2026 (a Sunday)", False),
+        ("Sat, 15 May 2026", False), ("Monday to Friday; 15 May 2026 is the date.", True),
+        # a currency's name or the won's sign makes money (dollars: the plan's currency); Sept is September
+        ("a 15 dollar fee", True), ("a 16 dollar fee", False), ("900 dollars in all", True),
+        ("15 euros", False), ("a ₩15 fee", False), ("2026 won't change", True),
+        ("Due Sept 15, 2026.", True), ("Due Sept 16, 2026.", False),
     ])
-    def test_hedged_amounts(self, text: str, ok: bool) -> None:
-        """``about $100`` is an honest rounding of 100.00; ``about $170`` rounds nothing this customer has."""
-        assert check(communications(say(text)), "comms:figures").passed is ok
+    def test_figures_as_chat_models_write_them(self, text: str, ok: bool) -> None:
+        """Hedged roundings, counts in words, what remains, dates a span away, weekdays and currency names: each
+        true figure passes and its false twin fails."""
+        assert figures_pass(text) is ok
 
     def test_a_rounding_after_a_hedge_in_its_sentence(self) -> None:
         """An amount written with fewer decimals than its currency's, after a hedge in its sentence, is rounded as
@@ -179,53 +205,7 @@ class TestFigures:
         assert not check(communications(say("$100 a month, and a fee of $15.0", initial=s)), "comms:figures").passed
 
     @pytest.mark.parametrize(("text", "ok"), [
-        ("Three fees of $15.00 would be $45.00.", True), ("Fees of $15.00 would be $45.00.", False),
-        ("twenty-four payments of $15.00, $360.00", True), ("payments of $15.00, $360.00", False),
-    ])
-    def test_counts_in_words(self, text: str, ok: bool) -> None:
-        """A count written in words is a count the text states, as one in digits is."""
-        assert check(communications(say(text)), "comms:figures").passed is ok
-
-    @pytest.mark.parametrize(("text", "ok"), [
-        ("After your next instalment, 800.00 USD will remain.", True),
-        ("Your balance is 800.00 USD.", False),
-        ("After your next instalment, 700.00 USD will remain.", False),
-    ])
-    def test_what_remains_after_the_next_instalment(self, text: str, ok: bool) -> None:
-        """The balance less the next instalment is a figure when the text says it is what remains."""
-        assert check(communications(say(text)), "comms:figures").passed is ok
-
-    @pytest.mark.parametrize(("text", "ok"), [
-        ("Your cover renews on 1 January 2027.", True), ("Your cover renews on 2 January 2027.", False),
-        ("10 days after 15 May 2026, on 25 May 2026.", True), ("On 25 May 2026.", False),
-        ("twelve months after 15 May 2026, on 15 May 2027", True), ("on 15 May 2027", False),
-        ("two weeks after 15 May 2026: 29 May 2026", True), ("the day after 15 May 2026, 16 May 2026", True),
-    ])
-    def test_dates_a_span_away(self, text: str, ok: bool) -> None:
-        """A date the text puts a stated span from a known one, and the day after a term ends (its renewal)."""
-        assert check(communications(say(text)), "comms:figures").passed is ok
-
-    @pytest.mark.parametrize(("text", "ok"), [
-        ("Your next payment is on Friday, 15 May 2026.", True), ("Your next payment is on Monday, 15 May 2026.", False),
-        ("due 15 May 2026 (a Friday)", True), ("due 15 May 2026 (a Sunday)", False),
-        ("Sat, 15 May 2026", False), ("Monday to Friday; 15 May 2026 is the date.", True),
-    ])
-    def test_weekday_of_a_date(self, text: str, ok: bool) -> None:
-        """A weekday named with a date must be that date's."""
-        assert check(communications(say(text)), "comms:figures").passed is ok
-
-    @pytest.mark.parametrize(("text", "ok"), [
-        ("a 15 dollar fee", True), ("a 16 dollar fee", False), ("900 dollars in all", True),
-        ("15 euros", False), ("a ₩15 fee", False), ("2026 won't change", True),
-        ("Due Sept 15, 2026.", True), ("Due Sept 16, 2026.", False),
-    ])
-    def test_currency_names_and_symbols(self, text: str, ok: bool) -> None:
-        """An amount written with a currency's name or the won's symbol is money; a name several currencies share
-        is the plan's; ``Sept`` is September."""
-        assert check(communications(say(text)), "comms:figures").passed is ok
-
-    @pytest.mark.parametrize(("text", "ok"), [
-        # the kit's plan: nine unpaid instalments of 100.00 on the 15th, May to December 2026 and the last in 2027
+        # the kit's plan: nine unpaid instalments of 100.00 on the 15th, April to December 2026 (today 20 April)
         ("Your next payment of $100.00 is due on 15 May 2026.", True),
         ("Your next payment of $100.00 is due on 15 June 2026.", False),  # a date of the plan, not the next one's
         ("Your next payment of $300.00 is due on 15 May 2026.", False),   # an amount of the plan, not the next one's
@@ -321,7 +301,6 @@ class TestFigures:
         k = _Known(ep).complete()
         assert Decimal("900") in k.amounts and Decimal("15") in k.amounts
         assert date(2026, 4, 20) in k.dates and date(2026, 5, 15) in k.dates
-
 
     def test_a_date_only_a_call_showed_is_known(self) -> None:
         """has_date reads the calls when the records lack the date: a quote's date the records never held."""
@@ -515,7 +494,6 @@ class TestMustSay:
         assert not nofield.checks[-1].passed and "gives no 'nope'" in nofield.checks[-1].detail
         silent = communications(episode(s), must_say=[payoff])
         assert silent.checks[-1].detail == "the agent said nothing" and not silent.checks[-1].passed
-
 
     @pytest.mark.parametrize(("value", "currency", "shown"), [
         ("9965.15", "USD", "9965.15 USD"), ("996515", "KRW", "996515 KRW"), ("0.5", "KWD", "0.500 KWD"),
