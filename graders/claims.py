@@ -198,11 +198,11 @@ _REFUSED = _rx(r"\b(?:can't|cannot|can not|unable|not able|couldn't|could not|is
                r"not available|no way to|not in a position)\b")
 _RULE = _rx(r"\b(?:can|must|need to|needs to|has to|have to|is to be|are to be)\b")
 _NEGATED = _rx(r"\b(?:not|never|no longer|nothing|none|no|neither|nor|without)\b|n't\b")
-_AGAIN = _rx(r"\b(?:again|a second time|second|another|twice|more than once|further|any more|duplicate|duplicated|"
-             r"repeat|repeated|retry|double)\b")
+_AGAIN = _rx(r"\b(?:again|a second time|second|another|twice|more than once|further (?:fee|waiver)|any further|"
+             r"duplicate|duplicated|repeat|repeated|retry|double)\b")
 _HISTORY = _rx(r"\b(?:last (?:year|month|week|time|term|" + _MONTH + r")|previously|previous|earlier (?:this|in the|"
                r"last) (?:year|month|term)|ago|in the past|within the (?:past|last)|in (?:19|20)\d\d|"
-               r"by (?:my|a|our|another|one of (?:my|our)) colleagues?)\b")
+               r"(?:was|were)\b.{0,60}\bby (?:my|a|our|another|one of (?:my|our)) colleagues?)\b")
 #: Weak marks of the past: history only when the agent is not the subject ("I've already waived it" is this
 #: conversation; "a fee has already been waived on your account" is not).
 _HISTORY_WEAK = _rx(r"\b(?:already|earlier|before now)\b")
@@ -214,8 +214,9 @@ _YOU_ACT = _rx(r"^\W*(?:and\s+|so\s+|but\s+)?(?:you|you've|you'd|you'll)\s+(?:ha
                r"(?:paid|made|sent|received|got|owe|raised|mentioned|told|contacted|called|reported|emailed|"
                r"wrote|phoned)\b")
 
-_OTHERS_ACT = _rx(r"\bby (?:your|the|their) (?:bank|card issuer|card provider|employer|building society|"
-                  r"payment provider)\b")
+#: A conversion the customer's bank makes ("each instalment is converted from euros by your bank"): not ours.
+_OTHERS_ACT = _rx(r"\b(?:converted|exchanged)\b.{0,40}\bby (?:your|the|their) (?:bank|card issuer|card provider|"
+                  r"building society|payment provider)\b")
 
 _FEE = r"\b(?:(?:late|change|admin|administration|missed[- ]payment|conversion)\s+)?" \
        r"(?:fees?|charges?|penalt(?:y|ies))\b"
@@ -424,8 +425,7 @@ _BASE: list[tuple[str, Pattern]] = [
 ]
 
 
-#: Negative words that do not negate the clause: a waiver said as "no longer payable", and a contrast that negates
-#: only what follows it ("deferred, not missed", "to the last instalment, not the next one").
+#: Negative words that do not negate the clause: a waiver said as "no longer payable".
 _NOT_NEGATING = _rx(r"\bno longer (?:due|owed|payable|outstanding|charged|on your (?:account|balance|bill|"
                     r"statement))\b")
 #: What a clause sets against what it says ("deferred, not missed", "rather than adding it to one payment, ..."):

@@ -349,6 +349,7 @@ class TestClaims:
         ("Nothing on your account has changed.", False, True),
         # a colleague's waiver, or the customer's own act, is not one made here
         ("The May fee was taken off by my colleague.", False, False),
+        ("The fee will be waived by a colleague.", True, False),  # this episode's, not history
         ("You raised the fee with our underwriting team.", True, True),
     ])
     def test_how_chat_models_say_it(self, text: str, waived_ok: bool, open_ok: bool) -> None:
@@ -364,6 +365,8 @@ class TestClaims:
         ("Your remaining schedule is unchanged.", True),
         ("I've gone ahead and cancelled your remaining instalments.", False),
         ("I've extended your plan to 12 monthly instalments.", False),
+        ("No further instalments will be collected.", False),     # nothing was cancelled
+        ("The retry did not change your due date any further.", True),
     ])
     def test_more_of_how_chat_models_say_it(self, text: str, ok: bool) -> None:
         """With nothing changed: true sentences pass, and a change claimed after 'gone ahead and', or with a verb
