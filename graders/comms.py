@@ -188,10 +188,6 @@ class _Known:
         self.times: dict[str, dict[int, set[int]]] = {}
         #: The target's plans' instalment counts (all, and unpaid, before and after).
         self.counts: set[int] = set()
-        #: What each plan leaves owed once its next unpaid instalment is paid (before and after), in minor units.
-        self.remaining: dict[str, set[int]] = {}
-        #: What the first or the last k of a plan's unpaid instalments come to (before and after): (k, minor units).
-        self.runs: dict[str, set[tuple[int, int]]] = {}
         self._episode = episode
         #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
         self._sources = [self._read_plans, self._read_own_records, self._read_plan_records,
@@ -301,20 +297,6 @@ class _Known:
             for amount, n in Counter(i.amount.minor for i in group).items():
                 times.setdefault(amount, set()).add(n)
         self.counts.update(n for n in (len(unpaid), len(live)) if n > 1)
-        # what the first or the last few unpaid instalments come to ("your first three payments come to ..."): two
-        # or more, and at least two fewer than all (all but one is a total with one left out)
-        ordered = sorted(unpaid, key=lambda i: i.seq)
-        runs = self.runs.setdefault(cur, set())
-        for run in (ordered, ordered[::-1]):
-            total = 0
-            for k, inst in enumerate(run[:-2], 1):
-                total += inst.amount.minor
-                if k > 1:
-                    runs.add((k, total))
-        if len(unpaid) > 1:
-            first = min(unpaid, key=lambda i: i.seq)
-            self.remaining.setdefault(cur, set()).update((totals[0] - first.amount.minor,
-                                                          totals[1] - first.amount.minor + first.paid_amount.minor))
 
     def complete(self) -> _Known:
         """Read everything (once)."""
@@ -393,14 +375,44 @@ class _Known:
         instalment, £579.28 will remain``): a total less one instalment, which :meth:`derives` never takes, as a
         total less any instalment is most often a total with one left out."""
         x = value.scaleb(exponent(currency))
-        return x == x.to_integral_value() and int(x) in self.complete().remaining.get(currency, ())
+        return x == x.to_integral_value() and int(x) in self._runs[1].get(currency, ())
 
     def a_run(self, value: Decimal, currency: str, counts: Iterable[int]) -> bool:
         """Whether ``value`` is what the first or the last k (a count the text states: two or more, all but two at
         most) of a plan's unpaid instalments come to (``your first three payments come to KRW 399,688``)."""
         x = value.scaleb(exponent(currency))
-        runs = self.complete().runs.get(currency, set())
+        runs = self._runs[0].get(currency, set())
         return x == x.to_integral_value() and any((k, int(x)) in runs for k in set(counts))
+
+    @functools.cached_property
+    def _runs(self) -> tuple[dict[str, set[tuple[int, int]]], dict[str, set[int]]]:
+        """Read only when a text states a figure nothing else grounds: for each of the target's plans, before and
+        after, by currency, what its first or last k unpaid instalments come to ((k, minor units); two or more, all
+        but two at most: all but one is a total with one left out), and what it leaves owed once its next unpaid
+        instalment is paid (minor units)."""
+        runs: dict[str, set[tuple[int, int]]] = {}
+        remaining: dict[str, set[int]] = {}
+        episode = self._episode
+        for state in (episode.initial_state, episode.final_state):
+            for plan in (state.get("plans", p.id) for p in self.plans):
+                if plan is None:
+                    continue
+                cur = plan.currency
+                unpaid = sorted((i for i in plan.instalments if i.status in UNPAID), key=lambda i: i.seq)
+                for run in (unpaid, unpaid[::-1]):
+                    total = 0
+                    for k, inst in enumerate(run[:-2], 1):
+                        total += inst.amount.minor
+                        if k > 1:
+                            runs.setdefault(cur, set()).add((k, total))
+                if len(unpaid) > 1:
+                    owed = [i for i in plan.instalments if i.status in UNPAID or i.status == "partially_paid"]
+                    first = unpaid[0]
+                    remaining.setdefault(cur, set()).update((
+                        sum(i.amount.minor for i in unpaid) - first.amount.minor,
+                        sum(i.amount.minor - i.paid_amount.minor for i in owed) - first.amount.minor
+                        + first.paid_amount.minor))
+        return runs, remaining
 
     def nearest(self, value: Decimal, currencies: Iterable[str]) -> Decimal | None:
         """The known amount closest to ``value`` in ``currencies`` (or of no stated currency); ties to the smaller."""
