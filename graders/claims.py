@@ -207,7 +207,7 @@ _HISTORY = _rx(r"\b(?:last (?:year|month|week|time|term|" + _MONTH + r")|previou
 #: conversation; "a fee has already been waived on your account" is not).
 _HISTORY_WEAK = _rx(r"\b(?:already|earlier|before now)\b")
 _AGENT = _rx(r"\b(?:i|we)(?:'ve| have| had|'d)\b|\b(?:i|we) (?:just|also)\b")
-_WAS_DATED = _rx(rf"\b(?:was|were)\b.*{_DATE}")
+_WAS_DATED = _rx(rf"\b(?:was|were)\b.*{_DATE}|{_DATE}.*\b(?:was|were)\b")
 _TODAY = _rx(r"\btoday\b|\bnow\b|\bjust\b")
 _WILL = _rx(r"\b(?:will|'ll|shall|going to|is to|are to)\b")
 _YOU_ACT = _rx(r"^\W*(?:and\s+|so\s+|but\s+)?(?:you|you've|you'd|you'll)\s+(?:have\s+|had\s+)?(?:already\s+)?"
@@ -238,7 +238,8 @@ _SPLIT = r"(?:split|spread|divided|extended|rescheduled|restructured|replaced|re
 _DEFER = r"(?:deferred|postponed|put off|pushed back|" \
          r"(?:pushed|moved)\b.{0,30}\bto the (?:very )?end(?! of (?:the|each|every) month)|" \
          r"skipped|held over)"
-_PAY = r"(?:applied|taken|took|received|posted|processed|allocated|charged|put|credited|gone through|went through)"
+_PAY = r"(?:applied|taken|took|received|posted|processed|allocated|charged|put(?!\s+off\b)|credited|gone through|" \
+       r"went through)"
 
 _PATTERNS: list[tuple[str, Pattern]] = [
     ("followed_note", _rx(r"\b(?:as|per)\s+(?:your|the|the customer's|the account)\s+notes?\s+(?:asked|requested|said|"
@@ -427,7 +428,7 @@ _BASE: list[tuple[str, Pattern]] = [
 
 #: Negative words that do not negate the clause: a waiver said as "no longer payable".
 _NOT_NEGATING = _rx(r"\bno longer (?:due|owed|payable|outstanding|charged|on your (?:account|balance|bill|"
-                    r"statement))\b")
+                    r"statement))\b|\b(?:no|not a) (?:problem|worries|trouble)\b|\bno doubt\b")
 #: What a clause sets against what it says ("deferred, not missed", "rather than adding it to one payment, ..."):
 #: read apart from it, so its negation, day, count and place are not the clause's.
 _CONTRAST = _rx(r"^\W*(?:rather than|instead of)\b[^,]*,\s*|"
@@ -683,6 +684,10 @@ class Facts:
         return key(self.unpaid_before) != key(self.unpaid_after) or self.deferrals > 0
 
     @functools.cached_property
+    def fee_changed(self) -> bool:
+        return any(b is None or b != f for b, f in self._fees)
+
+    @functools.cached_property
     def owed_changed(self) -> bool:
         def owed(insts: Sequence[Any]) -> int:
             return sum(i.amount.minor - i.paid_amount.minor for i in insts)
@@ -827,6 +832,9 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
             return "the remaining instalments changed" if facts.remaining_changed else None
         if _SPECIFIC.search(s.clause):
             return None
+        if re.search(_FEE, s.clause, re.I) and not re.search(
+                r"\b(?:nothing|everything|schedule|plan|instalments?|installments?|payments?)\b", s.clause, re.I):
+            return "the fee changed" if facts.fee_changed else None  # "the late fee hasn't been touched"
         if re.search(r"\b(?:nothing|no changes?|anything|everything|account)\b", s.clause, re.I):
             return "records of the customer's changed" if facts.business_changed else None
         if re.search(r"\b(?:policy|cover|premium)\b", s.clause, re.I) and not re.search(

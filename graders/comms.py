@@ -322,7 +322,8 @@ class _Known:
             if not self._read_more():
                 return False
 
-    def derives(self, value: Decimal, currency: str, stated_counts: Iterable[int] = ()) -> bool:
+    def derives(self, value: Decimal, currency: str, stated_counts: Iterable[int] = (), *,
+                any_split: bool = True) -> bool:
         """Whether ``value`` is one arithmetic step from the operands in ``currency`` (see :attr:`operands`).
 
         - a difference of two operands, either way round (a decrease is stated as a positive amount), or
@@ -334,7 +335,8 @@ class _Known:
         - an operand split into N parts as the policy allocates it: each part is the floor or the ceiling
           of the amount over N in minor units, N a plan's instalment count (all or unpaid) or a count the
           text states, or, for a total (a balance, a premium: what a split divides), any N from 2 to 12;
-          and what such a split of a total leaves over (its remainder in minor units).
+          and what such a split of a total leaves over (its remainder in minor units). ``any_split=False`` leaves
+          out the splits by a count that is neither a plan's nor stated.
 
         Each test is a pass over the operands, so a stated figure costs O(operands x counts) and nothing
         is precomputed over pairs.
@@ -363,7 +365,7 @@ class _Known:
         if any(xm % n == 0 and xm // n in known for n in stated) or any(
                 amount * n == xm for amount, ns in times.items() for n in ns):
             return True  # a count times an amount
-        splits = sorted(self.counts | stated | set(range(2, MAX_SPLIT + 1)))
+        splits = sorted(self.counts | stated | (set(range(2, MAX_SPLIT + 1)) if any_split else set()))
         if any(n * xm + r in known and (n in self.counts or n in stated or n * xm + r in totals)
                for n in splits for r in range(1 - n, n)):
             return True
@@ -769,7 +771,7 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
             else:
                 places = exponents.get(currency or "") if currency else (
                     next(iter(exponents.values())) if len(exponents) == 1 else None)
-                if places is not None and decimals and decimals != places:
+                if places is not None and decimals and decimals != places and _hedge(text, start, end) is None:
                     why = f"written with {decimals} decimal(s); the plan's currency has {places}"
             if why:
                 bad.append({"seq": seq, "tool": tool, "figure": f"{value}{' ' + currency if currency else ''}",
@@ -801,6 +803,13 @@ _RUN = re.compile(r"\b(?:first|last|next|remaining|final|rest|other)\b", re.I)
 _MAX_HEDGED = 2_000
 
 
+def _minor_range(lo: Decimal, hi: Decimal, places: int) -> range | None:
+    """The amounts from ``lo`` to ``hi`` in minor units (None when there are more than a hedged figure searches)."""
+    first = int(lo.scaleb(places).to_integral_value(rounding="ROUND_CEILING"))
+    last = int(hi.scaleb(places).to_integral_value(rounding="ROUND_FLOOR"))
+    return range(max(first, 1), last + 1) if last - first < _MAX_HEDGED else None
+
+
 def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, pool: Sequence[str],
                      counts: Sequence[int], remainder: bool) -> bool:
     """Whether a hedged amount (``about £86``) honestly rounds a known amount, or one a step of arithmetic gives."""
@@ -811,8 +820,12 @@ def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, p
             return True
         if currency not in EXPONENTS:
             continue
-        # Arithmetic yields many amounts (a total split any way from 2 to 12): only those that round to the figure
-        # as written, never a round figure's wider reach.
+        # Arithmetic yields many amounts: those that round to the figure as written, and within a round figure's
+        # wider reach those of one step but a total split any way from 2 to 12 (which reaches almost any figure).
+        wide = _minor_range(lo, hi, exponent(currency))
+        if wide is not None and any(known.derives(Decimal(m).scaleb(-exponent(currency)), currency, counts,
+                                                  any_split=False) for m in wide):
+            return True
         lo, hi = _hedged_range(value, decimals, hedge, round_figure=False)
         places = exponent(currency)
         first, last = int(lo.scaleb(places).to_integral_value(rounding="ROUND_CEILING")), \
@@ -828,7 +841,7 @@ def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, p
 #: An instalment named by its place (``your next payment``, ``the final instalment``): the figures after it in its
 #: clause are said to be its own.
 _ROLE = re.compile(r"\b(?P<which>next|last|final)\s+(?:monthly\s+|scheduled\s+|regular\s+|remaining\s+)?"
-                   r"(?:instalment|installment|payment|debit|direct debit|collection)\b(?![s'’])", re.I)
+                   r"(?:instalment|installment|payment|debit|direct debit|collection|one)\b(?![s'’])", re.I)
 #: Words that put the figures after a named instalment on another one, or on another time (``the next payment
 #: after that``, ``the final payment was``): then nothing is said of it.
 _ELSEWHERE = re.compile(r"\b(?:after|following|then|before|previous|previously|old|originally|would have|was|were|"

@@ -170,6 +170,9 @@ class TestFigures:
         # a hedge does not stretch to a figure nothing near grounds, nor to one written to the cent
         ("That is about $170 a month.", False), ("about $900.50 owed", False),
         ("I can waive up to $16.", False), ("Fees over $16 need approval.", False),
+        ("roughly 100.0 USD a month", True),  # a hedged figure is a rounding, whatever its decimals
+        ("the premium less the fee is about $1,190", True),  # 1185.00, one step, to the ten
+        ("the premium less the fee is about $1,150", False),
         # a count in words is a count the text states
         ("Three fees of $15.00 would be $45.00.", True), ("Fees of $15.00 would be $45.00.", False),
         ("twenty-four payments of $15.00, $360.00", True), ("payments of $15.00, $360.00", False),
@@ -214,6 +217,7 @@ class TestFigures:
         ("Your final instalment of $100.00 is due on 15 May 2026.", False),
         ("Your next payment was due on 15 June 2026.", True),             # another time
         ("Your last instalment is due on 15 May 2026.", False),
+        ("The next one is $100.00 on 15 June 2026.", False), ("The next one is $100.00 on 15 May 2026.", True),
         ("Thanks for your last payment of $100.00 on 15 March 2026.", True),  # the most recent, not the final
     ])
     def test_figures_said_of_the_next_or_last_instalment(self, text: str, ok: bool) -> None:
@@ -366,6 +370,9 @@ class TestClaims:
         ("I've gone ahead and cancelled your remaining instalments.", False),
         ("I've extended your plan to 12 monthly instalments.", False),
         ("No further instalments will be collected.", False),     # nothing was cancelled
+        ("Your last payment, $100.00 on 15 March 2026, was received as normal.", True),  # the customer's, before
+        ("No problem, I've moved your due date.", False),         # "no problem" denies nothing
+        ("The late fee on your account hasn't been touched.", True),
         ("The retry did not change your due date any further.", True),
     ])
     def test_more_of_how_chat_models_say_it(self, text: str, ok: bool) -> None:
