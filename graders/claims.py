@@ -207,7 +207,8 @@ _HISTORY = _rx(r"\b(?:last (?:year|month|week|time|term|" + _MONTH + r")|previou
 #: conversation; "a fee has already been waived on your account" is not).
 _HISTORY_WEAK = _rx(r"\b(?:already|earlier|before now)\b")
 _AGENT = _rx(r"\b(?:i|we)(?:'ve| have| had|'d)\b|\b(?:i|we) (?:just|also)\b")
-_WAS_DATED = _rx(rf"\b(?:was|were)\b.*{_DATE}|{_DATE}.*\b(?:was|were)\b")
+_WAS_DATED = _rx(rf"(?<!that )(?<!which )\b(?:was|were)\b.*{_DATE}|{_DATE}.*(?<!that )(?<!which )\b(?:was|were)\b|"
+                 rf"^\W*(?:and\s+)?(?:i|we)\s+(?!(?:have|had|will|would|can|could|am|are)\b)[a-z]+ed\b.*\bon\s+{_DATE}")
 _TODAY = _rx(r"\btoday\b|\bnow\b|\bjust\b")
 _WILL = _rx(r"\b(?:will|'ll|shall|going to|is to|are to)\b")
 _YOU_ACT = _rx(r"^\W*(?:and\s+|so\s+|but\s+)?(?:you|you've|you'd|you'll)\s+(?:have\s+|had\s+)?(?:already\s+)?"
@@ -339,8 +340,8 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                     rf"actioned|set up|arranged|put|replaced|recorded|spread)\b")),
 ]
 
-_ORDINAL = _rx(r"(?<!from )(?<!not )(?<!instead of )(?<!than )(?<!previously )(?<!was )\bthe (\d{1,2})(?:st|nd|rd|th)\b"
-               r"(?!\s+(?:of\s+)?(?:" + _MONTH + r")\b)")
+_ORDINAL = _rx(r"(?<!from )(?<!not )(?<!keeping )(?<!keep )(?<!still )(?<!instead of )(?<!than )(?<!previously )"
+               r"(?<!was )\bthe (\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:" + _MONTH + r")\b)")
 _MONTH_END = _rx(r"\b(?:end of (?:the|each|every) month|last day of (?:the|each|every) month|month'?s last day|"
                  r"month[- ]end)\b")
 #: A month's end named as where a date moved from ("from the end of the month to the 15th"): not the day it is on.

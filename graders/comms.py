@@ -742,6 +742,8 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
         for value, currency, decimals, start, end in _money_spans(text):
             why = None
             pool = [currency] if currency else sorted(currencies)
+            if _BOUND.search(text, max(0, start - 24), start):
+                continue  # "well under 1 euro each": a comparison, not a figure stated
             if currency is not None and currencies and currency not in currencies:
                 why = f"in {currency}, not the plan's {'/'.join(sorted(currencies))}"
             elif not known.has_amount(value.normalize(), pool):
@@ -794,6 +796,8 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
     return Check("comms:figures", not bad, detail), bad
 
 
+#: A comparison before an amount that states no figure of its own ("comes to well under 1 euro each").
+_BOUND = re.compile(r"\b(?:well|far|way|much|a lot)\s+(?:under|below|over|above|less than|more than)\s*$", re.I)
 #: Words that say an amount is what is left after another (``after the May payment, £708.56 will remain``): a total
 #: less an instalment is then a figure of its own, not an instalment left out of a total.
 _REMAINDER = re.compile(r"\b(?:remain|remains|remaining|left|leaves|leaving|rest|after|once|then|thereafter)\b", re.I)
@@ -869,7 +873,9 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
         window = text[m.end():m.end() + 100]
         cut = _CLAUSE_END.search(window)
         window = window[:cut.start()] if cut else window
-        if _ELSEWHERE.search(window) or _ELSEWHERE.search(text[max(0, m.start() - 12):m.start()]):
+        before = text[max(0, m.start() - 12):m.start()]
+        before = before[before.rfind(". ") + 1:]  # this sentence's words only
+        if _ELSEWHERE.search(window) or _ELSEWHERE.search(before):
             continue
         # before the episode too, where the sentence says it changed ("your next payment, due 21 April, is deferred")
         opened = max(text.rfind(end, 0, m.start()) for end in (". ", "! ", "? ", "\n"))

@@ -171,6 +171,7 @@ class TestFigures:
         ("That is about $170 a month.", False), ("about $900.50 owed", False),
         ("I can waive up to $16.", False), ("Fees over $16 need approval.", False),
         ("roughly 100.0 USD a month", True),  # a hedged figure is a rounding, whatever its decimals
+        ("$900 in 12 parts comes to well under $80 each", True), ("each is $80", False),  # a comparison states none
         ("the premium less the fee is about $1,190", True),  # 1185.00, one step, to the ten
         ("the premium less the fee is about $1,150", False),
         # a count in words is a count the text states
@@ -218,6 +219,7 @@ class TestFigures:
         ("Your next payment was due on 15 June 2026.", True),             # another time
         ("Your last instalment is due on 15 May 2026.", False),
         ("The next one is $100.00 on 15 June 2026.", False), ("The next one is $100.00 on 15 May 2026.", True),
+        ("I've waived the fee. Your next payment is $100.00 on 15 June 2026.", False),  # the last sentence's "fee"
         ("Thanks for your last payment of $100.00 on 15 March 2026.", True),  # the most recent, not the final
     ])
     def test_figures_said_of_the_next_or_last_instalment(self, text: str, ok: bool) -> None:
@@ -373,6 +375,7 @@ class TestClaims:
         ("Your last payment, $100.00 on 15 March 2026, was received as normal.", True),  # the customer's, before
         ("No problem, I've moved your due date.", False),         # "no problem" denies nothing
         ("The late fee on your account hasn't been touched.", True),
+        ("I've changed your plan to 3 payments, keeping the 15th of the month.", False),  # nothing changed
         ("The retry did not change your due date any further.", True),
     ])
     def test_more_of_how_chat_models_say_it(self, text: str, ok: bool) -> None:
@@ -397,6 +400,14 @@ class TestClaims:
         bank = "Each instalment is converted from euros by your bank."
         assert check(communications(say(bank)), "comms:claims").passed
         assert not check(communications(say("Each instalment has been converted to euros.")), "comms:claims").passed
+
+    def test_a_dated_simple_past_is_history(self) -> None:
+        """'We waived a late fee for you on 10 November 2025' is checked against a waiver before the episode."""
+        s = world()
+        before = world(attrs.evolve(s.get("fees", "fee_1"), status="waived", waived_on=date(2025, 11, 10)))
+        text = "We waived a late fee for you on 10 November 2025."
+        assert check(communications(say(text, initial=before)), "comms:claims").passed
+        assert not check(communications(say(text)), "comms:claims").passed
 
     def test_a_contrast_is_not_the_count(self) -> None:
         """'Rather than adding it to one payment, it's been spread across your 9 instalments' says 9, not one."""
