@@ -786,8 +786,10 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
                     continue  # a date a span the text states away from a known one ("12 months after ...")
                 bad.append({"seq": seq, "tool": tool, "figure": written,
                             "why": "not a date of this customer's records or of anything quoted to the agent"})
+        named = {b["figure"] for b in bad if b["seq"] == seq}
         for written, why in _role_errors(episode, plans, text):
-            bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
+            if written not in named:  # a figure already failed as ungrounded is named once
+                bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
         for written, stated, actual in _wrong_weekdays(text):
             bad.append({"seq": seq, "tool": tool, "figure": written,
                         "why": f"the date is a {actual}, not a {stated}"})
