@@ -611,7 +611,7 @@ def _number_word(word: str) -> int:
 
 
 #: A word that hedges the amount after it (``about £86``, ``just under ¥11,600``): an honest rounding, not a
-#: figure stated to the minor unit; by the side the true amount lies on (``~``: either, ``-``: below, ``+``: above).
+#: figure stated to the minor unit; grouped by the side of it the true amount lies on (either, below, above).
 _HEDGE_BEFORE = re.compile(
     r"(?:(?P<either>\b(?:about|around|roughly|approximately|approx\.?|circa|ca\.|some|close to|in the region of|"
     r"in the ballpark of|on the order of|an estimated|estimated|est\.)|~|≈)"
@@ -818,28 +818,28 @@ def _minor_range(lo: Decimal, hi: Decimal, places: int) -> range | None:
 
 def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, pool: Sequence[str],
                      counts: Sequence[int], remainder: bool) -> bool:
-    """Whether a hedged amount (``about £86``) honestly rounds a known amount, or one a step of arithmetic gives."""
+    """Whether a hedged amount (``about £86``) honestly rounds a known amount, or one a step of arithmetic gives.
+
+    Arithmetic yields many amounts: those that round to the figure as written count, and within a round figure's
+    wider reach (``about ¥4,400`` is to the hundred) those of one step but a total split any way from 2 to 12, which
+    reaches almost any figure.
+    """
     lo, hi = _hedged_range(value, decimals, hedge)
+    near_lo, near_hi = _hedged_range(value, decimals, hedge, round_figure=False)
     known.complete()
     for currency in pool:
         if any(lo <= g <= hi for g in known._pool(currency)):
             return True
         if currency not in EXPONENTS:
             continue
-        # Arithmetic yields many amounts: those that round to the figure as written, and within a round figure's
-        # wider reach those of one step but a total split any way from 2 to 12 (which reaches almost any figure).
-        wide = _minor_range(lo, hi, exponent(currency))
-        if wide is not None and any(known.derives(Decimal(m).scaleb(-exponent(currency)), currency, counts,
-                                                  any_split=False) for m in wide):
-            return True
-        lo, hi = _hedged_range(value, decimals, hedge, round_figure=False)
         places = exponent(currency)
-        first, last = int(lo.scaleb(places).to_integral_value(rounding="ROUND_CEILING")), \
-            int(hi.scaleb(places).to_integral_value(rounding="ROUND_FLOOR"))
-        if last - first < _MAX_HEDGED and any(
-                known.derives(Decimal(m).scaleb(-places), currency, counts)
-                or (remainder and known.after_next(Decimal(m).scaleb(-places), currency))
-                for m in range(max(first, 1), last + 1)):
+        wide, near = _minor_range(lo, hi, places), _minor_range(near_lo, near_hi, places)
+        if wide is not None and any(known.derives(Decimal(m).scaleb(-places), currency, counts, any_split=False)
+                                    for m in wide):
+            return True
+        if near is not None and any(known.derives(Decimal(m).scaleb(-places), currency, counts)
+                                    or (remainder and known.after_next(Decimal(m).scaleb(-places), currency))
+                                    for m in near):
             return True
     return False
 
