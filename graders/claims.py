@@ -342,11 +342,12 @@ _PATTERNS: list[tuple[str, Pattern]] = [
 
 _ORDINAL = _rx(r"(?<!from )(?<!not )(?<!keeping )(?<!keep )(?<!still )(?<!instead of )(?<!than )(?<!previously )"
                r"(?<!was )\bthe (\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:" + _MONTH + r")\b)")
-_MONTH_END = _rx(r"\b(?:end of (?:the|each|every) month|last day of (?:the|each|every) month|month'?s last day|"
-                 r"month[- ]end)\b")
+_MONTH_ENDS = r"end of (?:the|each|every) month|last day of (?:the|each|every) month|month'?s last day|month[- ]end"
+_MONTH_END = _rx(rf"\b(?:{_MONTH_ENDS})\b")
 #: A month's end named as where a date moved from ("from the end of the month to the 15th"): not the day it is on.
-_FROM_MONTH_END = _rx(r"\bfrom\s+(?:the\s+)?(?:end of (?:the|each|every) month|last day of (?:the|each|every) month|"
-                      r"month[- ]end)\b")
+_FROM_MONTH_END = _rx(rf"\bfrom\s+(?:the\s+)?(?:{_MONTH_ENDS})\b")
+#: Kinds that name a day of the month ("moved to the 15th").
+_DAY_KINDS = frozenset({"due_moved", "due_day", "deferred", "schedule_changed"})
 _COUNT = _rx(r"\b(?:into|over|with|across|to)\s+(?:just\s+)?(?:your\s+|the\s+|all\s+)?(\d{1,2}|" + "|".join(_NUMBERS)
              + r")\b(?!\s*(?:st|nd|rd|th|"
              r"%|\.\d))(?!\s+(?:of|days|weeks|years|" + _MONTH + r")\b)")
@@ -481,6 +482,8 @@ _OVER: dict[str, tuple[str, ...]] = {
     "escalated": ("changed", "schedule_changed"),
     "currency": ("changed", "schedule_changed", "due_moved"),
 }
+#: Words that name the schedule as a whole.
+_SCHEDULE_WORDS = _rx(r"\b(?:schedule|plan|instalments?|installments?|payments?)\b")
 _DATE_WORD = _rx(r"\b(?:due|payment|collection|draft) (?:date|day)s?\b")
 
 
@@ -532,7 +535,7 @@ def _statement(kind: str, mode: str, clause: str) -> Statement:
         m = _PATTERNS_BY_KIND["currency"].search(clause)
         named = (m.group("cur") or "") if m else ""
         currency = "new" if not named or "new" in named.lower() else _CURRENCY_NAMES.get(named.lower(), named.upper())
-    if kind in ("due_moved", "due_day", "deferred", "schedule_changed"):
+    if kind in _DAY_KINDS:
         days = [int(m.group(1)) for m in _ORDINAL.finditer(clause)]
         day = 31 if _MONTH_END.search(_FROM_MONTH_END.sub(" ", clause)) else (days[-1] if days else None)
     if kind == "schedule_changed":
@@ -827,24 +830,22 @@ def contradiction(facts: Facts, s: Statement) -> str | None:
         if re.search(r"\b(?:all|both|each|every)\b.*\b(?:are|is)\s+(?:all\s+)?(?:exactly\s+)?the same\b",
                      s.clause, re.I):
             return None  # "all three payments are the same": equal to each other, not to what they were
-        if re.search(r"\b(?:remaining|rest of)\b", s.clause, re.I) and re.search(
-                r"\b(?:schedule|plan|instalments?|installments?|payments?)\b", s.clause, re.I) and not re.search(
-                r"\b(?:balance|total|amounts?|owed|owe)\b", s.clause, re.I):
+        if re.search(r"\b(?:remaining|rest of)\b", s.clause, re.I) and _SCHEDULE_WORDS.search(s.clause) and not \
+                re.search(r"\b(?:balance|total|amounts?|owed|owe)\b", s.clause, re.I):
             return "the remaining instalments changed" if facts.remaining_changed else None
         if _SPECIFIC.search(s.clause):
             return None
-        if re.search(_FEE, s.clause, re.I) and not re.search(
-                r"\b(?:nothing|everything|schedule|plan|instalments?|installments?|payments?)\b", s.clause, re.I):
+        if re.search(_FEE, s.clause, re.I) and not _SCHEDULE_WORDS.search(s.clause) and not re.search(
+                r"\b(?:nothing|everything)\b", s.clause, re.I):
             return "the fee changed" if facts.fee_changed else None  # "the late fee hasn't been touched"
         if re.search(r"\b(?:nothing|no changes?|anything|everything|account)\b", s.clause, re.I):
             return "records of the customer's changed" if facts.business_changed else None
-        if re.search(r"\b(?:policy|cover|premium)\b", s.clause, re.I) and not re.search(
-                r"\b(?:schedule|plan|instalments?|installments?|payments?)\b", s.clause, re.I):
+        if re.search(r"\b(?:policy|cover|premium)\b", s.clause, re.I) and not _SCHEDULE_WORDS.search(s.clause):
             return "the policy changed" if facts.policy_changed else None
         if re.search(r"\b(?:monthly (?:payment|instalment|installment|amount)s?|how much|the same amount|"
                      r"(?:payment|instalment|installment) amounts?)\b", s.clause, re.I):
             return "the instalment amounts changed" if facts.amounts_changed else None
-        if re.search(r"\b(?:schedule|plan|instalments?|installments?|payments?)\b", s.clause, re.I):
+        if _SCHEDULE_WORDS.search(s.clause):
             return "the unpaid instalments changed" if facts.unpaid_changed else None
         return None
     if kind not in done or s.mode == "history":
@@ -890,17 +891,13 @@ def _denies_another(facts: Facts, s: Statement) -> bool:
     """Whether a negated statement denies a particular change the end state also shows not made: a day no unpaid
     instalment falls on, a count of instalments not left, the end of the plan when the amount was spread, an
     instalment the payment did not go to."""
-    if s.day is not None and _has_day(s.kind) and not facts.day_holds(s.day):
+    if s.day is not None and s.kind in _DAY_KINDS and not facts.day_holds(s.day):
         return True
     if s.count is not None and facts.unpaid_after and len(facts.unpaid_after) != s.count:
         return True
     if s.position == "end" and _spread(facts):
         return True
     return s.position in ("first", "last") and bool(facts.payments) and not facts.paid_into(s.position)
-
-
-def _has_day(kind: str) -> bool:
-    return kind in ("due_moved", "due_day", "deferred", "schedule_changed")
 
 
 def _spread(facts: Facts) -> bool:

@@ -578,10 +578,20 @@ def _money_spans(text: str) -> tuple[tuple[Decimal, str | None, int, int, int], 
     return tuple(out)
 
 
-def _counts_in(text: str, words: bool = True) -> list[int]:
-    """The whole numbers ``text`` states outside its amounts and dates (``3 payments``, ``245 days``), in digits and
-    (``words``) in words (``three payments``, ``twenty-four months``)."""
-    out = [_number_word(m.group(0)) for m in _COUNT_WORDS.finditer(text)] if words else []
+def _counts_in(text: str) -> list[int]:
+    """The whole numbers ``text`` states outside its amounts and dates, in words (``three payments``, ``twenty-four
+    months``) and in digits (``3 payments``, ``245 days``)."""
+    return _word_counts(text) + _digit_counts(text)
+
+
+def _word_counts(text: str) -> list[int]:
+    """The counts ``text`` writes in words."""
+    return [_number_word(m.group(0)) for m in _COUNT_WORDS.finditer(text)]
+
+
+def _digit_counts(text: str) -> list[int]:
+    """The whole numbers ``text`` writes in digits outside its amounts and dates (``3 payments``, ``245 days``)."""
+    out = []
     plain = _DATES.sub(" ", text)
     for m in _MONEY.finditer(plain):
         num = m.group("b")
@@ -612,8 +622,9 @@ def _number_word(word: str) -> int:
 
 #: A word that hedges the amount after it (``about £86``, ``just under ¥11,600``): an honest rounding, not a
 #: figure stated to the minor unit; grouped by the side of it the true amount lies on (either, below, above).
+_ABOUT = r"about|around|roughly|approximately|approx\.?"
 _HEDGE_BEFORE = re.compile(
-    r"(?:(?P<either>\b(?:about|around|roughly|approximately|approx\.?|circa|ca\.|some|close to|in the region of|"
+    rf"(?:(?P<either>\b(?:{_ABOUT}|circa|ca\.|some|close to|in the region of|"
     r"in the ballpark of|on the order of|an estimated|estimated|est\.)|~|≈)"
     r"|(?P<below>\b(?:just|a little|a bit|slightly|not quite)\s+(?:under|below|less than|shy of)|"
     r"\b(?:nearly|almost))"
@@ -621,7 +632,7 @@ _HEDGE_BEFORE = re.compile(
     r"\s*$", re.I)
 #: A hedge anywhere before an amount in its sentence: an amount there written with fewer decimals than its
 #: currency's is rounded as the hedged one was.
-_HEDGE_IN_SENTENCE = re.compile(r"\b(?:about|around|roughly|approximately|approx\.?|nearly|almost)\b|~|≈", re.I)
+_HEDGE_IN_SENTENCE = re.compile(rf"\b(?:{_ABOUT}|nearly|almost)\b|~|≈", re.I)
 _HEDGE_AFTER = re.compile(r"^(?:\s*(?:or so|or thereabouts|-ish|ish)\b|\s*\(?(?:approx|approximately|roughly)\b)",
                           re.I)
 
@@ -738,7 +749,8 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
     exponents = {p.currency: exponent(p.currency) for p in plans}
     bad = []
     for seq, tool, text in texts:
-        counts: list[int] | None = None
+        digits: list[int] | None = None
+        counts: list[int] | None = None  # in digits and in words: read once an amount needs the words
         for value, currency, decimals, start, end in _money_spans(text):
             why = None
             pool = [currency] if currency else sorted(currencies)
@@ -747,11 +759,12 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
             if currency is not None and currencies and currency not in currencies:
                 why = f"in {currency}, not the plan's {'/'.join(sorted(currencies))}"
             elif not known.has_amount(value.normalize(), pool):
-                if counts is None:
-                    counts = _counts_in(text, words=False)
-                if any(c in EXPONENTS and known.derives(value, c, counts) for c in pool):
+                if digits is None:
+                    digits = _digit_counts(text)
+                if any(c in EXPONENTS and known.derives(value, c, digits) for c in pool):
                     continue  # one step of arithmetic, with a count in digits (the common case: no word scan)
-                counts = _counts_in(text)
+                if counts is None:
+                    counts = _word_counts(text) + digits
                 remainder = _REMAINDER.search(text) is not None
                 hedge = _hedge(text, start, end)
                 if hedge is None and decimals < exponents.get(currency or "", decimals) and _HEDGE_IN_SENTENCE.search(
