@@ -73,8 +73,8 @@ def comms_checks(entry: dict[str, Any], scenarios: dict[tuple[str, str], Any]) -
     and return every ``comms:*`` check of the graded result.
 
     Raises:
-        RuntimeError: when the solution does not play to a terminal call with every call ok, or the text
-            was not recorded as a say event (the measurement would not be of this text).
+        RuntimeError: when the solution does not play to a terminal call with every call ok, the text
+            was not recorded as a say event (the measurement would not be of this text), or a grader raised.
     """
     suite = entry.get("suite", "scenarios")
     key = (suite, entry["scenario"])
@@ -93,6 +93,9 @@ def comms_checks(entry: dict[str, Any], scenarios: dict[tuple[str, str], Any]) -
     if not any(e.kind == "say" and e.args.get("text") == entry["text"] for e in episode.events):
         raise RuntimeError(f"{entry['id']}: the text was not recorded as a say event")
     line = env.grade()
+    raised = [c for c in line["checks"] if c["detail"].startswith("grader raised ")]
+    if raised:  # a grader that raised fails its own check, not a comms one: the text would read as passing
+        raise RuntimeError(f"{entry['id']}: {raised[0]['name']}: {raised[0]['detail']}")
     return [c for c in line["checks"] if c["name"].startswith("comms:")]
 
 

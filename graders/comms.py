@@ -648,10 +648,15 @@ def _hedge(text: str, start: int, end: int) -> str | None:
 
 def _hedged_range(value: Decimal, decimals: int, hedge: str, *, round_figure: bool = True) -> tuple[Decimal, Decimal]:
     """The amounts a hedged figure honestly stands for: those that round to it at the precision written (with
-    ``round_figure``, a round figure's trailing zeros widen it: ``about $1,200`` is to the hundred), within a tenth
-    of it, on the side the hedge says."""
-    if decimals or not round_figure:
+    ``round_figure``, a round figure's trailing zeros widen it: ``about $1,200`` is to the hundred, ``roughly
+    €123.50`` to the ten cents), within a tenth of it, on the side the hedge says."""
+    if not round_figure:
         unit = Decimal(1).scaleb(-decimals)
+    elif decimals:  # ``roughly €123.50`` is to the ten cents: the zeros that end the decimals widen it too
+        digits, zeros = value.as_tuple().digits, 0
+        while zeros < decimals - 1 and len(digits) > zeros and digits[-1 - zeros] == 0:
+            zeros += 1
+        unit = Decimal(1).scaleb(zeros - decimals)
     else:
         whole, zeros = int(value), 0
         while whole and whole % 10 == 0 and zeros < 6:

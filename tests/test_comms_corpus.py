@@ -77,15 +77,18 @@ def test_every_scenario_loads_at_its_seeds(suite: str, scenario: str) -> None:
         assert loaded.instance(seed).state is not None
 
 
-PROBE = ROOT / "tests" / "fixtures" / "comms_corpus_probe.jsonl"
+PROBES = {"probe": ROOT / "tests" / "fixtures" / "comms_corpus_probe.jsonl",
+          "held out": ROOT / "tests" / "fixtures" / "comms_corpus_heldout.jsonl"}
 
 
-def test_the_second_corpus_is_well_formed() -> None:
-    """The second corpus (texts written the way chat models write, at other seeds) has the first's shape: the
-    known keys, the four labels, unique ids, every false class present, and scenarios that load at its seeds."""
-    with PROBE.open(encoding="utf-8") as fh:
+@pytest.mark.parametrize("name", list(PROBES))
+def test_the_later_corpora_are_well_formed(name: str) -> None:
+    """The later corpora (texts written the way chat models write, at other seeds; the held-out one written before
+    the grader was changed for it) have the first's shape: the known keys, the four labels, unique ids, every
+    false class present, and scenarios that load at their seeds."""
+    with PROBES[name].open(encoding="utf-8") as fh:
         entries = [json.loads(line) for line in fh if line.strip()]
-    assert len(entries) >= 400
+    assert len(entries) >= 300
     assert len({e["id"] for e in entries}) == len(entries)
     for e in entries:
         assert REQUIRED <= set(e) <= REQUIRED | OPTIONAL, e.get("id")
