@@ -260,8 +260,8 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                           r"\bwaived\s+all\s+(?:the\s+|your\s+)?fees\b")),
     ("fee_waived", _rx(rf"{_FEE}.{{0,60}}?{_PERFECT}{_WAIVE}|{_WE}{_WAIVE}\b.{{0,40}}?{_FEE}|"
                        rf"^\W*(?:also\s+)?{_WAIVE}\s+(?:the|your|this|that|all)\b.{{0,40}}?{_FEE}|"
-                       rf"{_WE}(?:taken|took)\s+(?:the|your|this|that)\s+(?:\w+\s+)?{_FEE}\s+off\b|"
                        rf"{_FEE}.{{0,30}}?\b(?:is|are)\s+(?:now\s+)?(?:gone|waived|off your|no longer)")),
+    ("fee_waived", _rx(rf"{_WE}(?:taken|took)\s+(?:the|your|this|that)\s+(?:\w+\s+)?{_FEE}\s+off\b")),
     ("fee_gone", _rx(rf"{_FEE}.{{0,40}}?\b(?:won't|will not|no longer|doesn't|does not|isn't going to|is not going to)"
                      rf"\s+(?:\w+\s+)?(?:appear|show|be (?:charged|collected|added|taken|payable|owed|due|applied)|"
                      rf"count|apply)\b")),
@@ -279,8 +279,9 @@ _PATTERNS: list[tuple[str, Pattern]] = [
     ("escalated", _rx(r"\bescalat(?:ed|ing|e)\b|\b(?:passed|handed|referred|forwarded|transferred|sent|raised|flagged|"
                       r"pass|hand|refer|forward)\b(?:\s+\S+){0,4}?\s+(?:on\s+|over\s+|up\s+)?(?:to|with|for)\b.*"
                       r"\b(?:colleagues?|team|manager|supervisor|specialist|underwriting|underwriters?|human|"
-                      r"department|review|approval|someone|senior)\b|\bhanded (?:it |this |them )?over\b|"
-                      r"\b(?:a|one of our|my|our)\s+(?:\w+\s+){0,4}?(?:colleagues?|team|manager|supervisor|specialist|"
+                      r"department|review|approval|someone|senior)\b|\bhanded (?:it |this |them )?over\b")),
+    # a colleague's coming follow-up: a hand-off said
+    ("escalated", _rx(r"\b(?:a|one of our|my|our)\s+(?:\w+\s+){0,4}?(?:colleagues?|team|manager|supervisor|specialist|"
                       r"underwriters?)\b.{0,30}?\b(?:will|'ll)\s+(?:\w+\s+)?(?:review|look into|look at|"
                       r"assess|consider|contact you|call you|get back to you|be in touch)\b")),
     ("declined", _rx(r"\b(?:declin(?:ed|ing)|turned down|turning down|refused|rejected)\s+(?:your|the|this|that|it)\b"
@@ -311,23 +312,24 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                       rf"(?:collected|taken|charged|debited|drafted)\b|{_INST}.{{0,60}}\bcontinue to be collected\b|"
                       rf"\bno (?:further|more) {_INST}.{{0,30}}\b(?:will|'ll)\b|\bnone of\b.{{0,40}}{_INST}.{{0,20}}"
                       rf"\bwill\b")),
-    ("deferred", _rx(rf"{_DEFER}\b|{_WE}(?:moved|added|pushed|shifted|carried)\b"
+    ("deferred", _rx(rf"{_DEFER}\b|\bdeferral\b.{{0,20}}?{_PERFECT}(?:in place|done|arranged|made|set up|applied)\b|"
+                     rf"{_WE}(?:arranged|set up|made|applied)\s+(?:the|your|a)\s+deferral\b")),
+    # an amount said moved onto the last instalment or the plan's end (money put there is a payment, not this)
+    ("deferred", _rx(rf"{_WE}(?:moved|added|pushed|shifted|carried)\b"
                      rf"(?!\s+(?:the\s+|your\s+|that\s+|this\s+)?(?:extra|money|over-?payment|payment|funds|credit|"
                      rf"difference|refund|surplus)\b).{{0,40}}?\b(?:onto|to|on)\s+"
                      rf"(?:the\s+(?:very\s+)?end\s+of\s+(?:your|the)\s+(?:plan|schedule|term)|(?:your|the)\s+"
-                     rf"(?:final|last)\s+(?:instalment|installment|payment))\b|"
-                     rf"\bdeferral\b.{{0,20}}?{_PERFECT}(?:in place|done|arranged|made|set up|applied)\b|"
-                     rf"{_WE}(?:arranged|set up|made|applied)\s+(?:the|your|a)\s+deferral\b")),
+                     rf"(?:final|last)\s+(?:instalment|installment|payment))\b")),
     ("payment_applied", _rx(rf"\bpayment\b.{{0,50}}?{_PERFECT}{_PAY}\b|{_WE}{_PAY}\b.{{0,60}}?\b(?:payment|money|"
                             rf"amount|extra)\b|{_WE}paid off\b|\bpaid off your\b|"
                             rf"\b(?:instalment|payment)\s+(?:is|has been)\s+(?:now\s+)?(?:partly\s+)?paid\b|"
-                            rf"\bpayment (?:received|taken|applied)\b|\b(?:take|taken|took)\b.{{0,30}}\bpayment\b|"
-                            rf"{_WE}(?:taken|took|collected|charged|debited|drawn|withdrawn)\b.{{0,60}}?\bfrom your "
+                            rf"\bpayment (?:received|taken|applied)\b|\b(?:take|taken|took)\b.{{0,30}}\bpayment\b")),
+    # a payment said taken from a card, marked paid, collected already, or put towards an instalment by its place
+    ("payment_applied", _rx(rf"{_WE}(?:taken|took|collected|charged|debited|drawn|withdrawn)\b.{{0,60}}?\bfrom your "
                             rf"(?:card|account|bank)\b|{_WE}(?:charged|debited)\s+your\s+(?:card|account|bank)\b|"
-                            rf"{_WE}marked\s+(?:your|the|this|that)\b.{{0,40}}?\bas\s+(?:fully\s+)?paid\b|"
-                            rf"{_INST}.{{0,50}}?(?<!would )(?<!could )(?<!should )(?<!might )(?<!must )(?<!may )"
-                            rf"\b(?:has|have)\s+(?:already\s+)?been\s+(?:collected|taken|debited|"
-                            rf"drafted)\b|"
+                            rf"{_WE}marked\s+(?:your|the|this|that)\b.{{0,40}}?\bas\s+(?:fully\s+)?paid\b")),
+    ("payment_applied", _rx(rf"{_INST}.{{0,50}}?(?<!would )(?<!could )(?<!should )(?<!might )(?<!must )(?<!may )"
+                            rf"\b(?:has|have)\s+(?:already\s+)?been\s+(?:collected|taken|debited|drafted)\b|"
                             rf"{_WE}(?:put|credited|allocated|applied)\s+(?:(?:it|this|that)\s+(?=towards?\b)|(?:the|"
                             rf"your|this|that)\s+(?:extra|money|amount|over-?payment|payment|funds|surplus)\b"
                             rf"(?:\s+of\s+\S+)?\s*)(?:towards?|to|against|onto|on)\s+(?:your|the)\s+(?:next|first|"
@@ -346,17 +348,17 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                     rf"comes out on|go out on)\b.{{0,30}}?(?:\bthe \d{{1,2}}(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?"
                     rf"(?:{_MONTH})\b)|\b(?:end|last day) of (?:the|each|every) month\b)|"
                     rf"\bthe \d{{1,2}}(?:st|nd|rd|th)\b.{{0,20}}\b(?:will|would) (?:stay|remain|be) your "
-                    rf"(?:due|payment) (?:date|day)\b|"
-                    rf"{_INST}.{{0,30}}?\b(?:is|are) (?:now )?dated\b.{{0,10}}?\bthe \d{{1,2}}(?:st|nd|rd|th)\b")),
+                    rf"(?:due|payment) (?:date|day)\b")),
+    ("due_day", _rx(rf"{_INST}.{{0,30}}?\b(?:is|are) (?:now )?dated\b.{{0,10}}?\bthe \d{{1,2}}(?:st|nd|rd|th)\b")),
     ("schedule_changed", _rx(rf"{_SCHED}.{{0,60}}?{_PERFECT}{_SPLIT}\b|{_WE}{_SPLIT}\b.{{0,60}}?{_SCHED}|"
                              rf"^\W*(?:also\s+)?(?:split|spread|divided|rescheduled|replaced)\b|"
                              rf"{_WE}set (?:it|them|this|that) up\b|"
-                             rf"{_WE}set\s+(?:\S+\s+){{0,4}}?up\s+(?:as|into|over|across|in)\b|"
-                             rf"{_WE}(?:set|arranged|scheduled|set up)\s+(?:your|the)\s+(?:plan|schedule|billing|"
-                             rf"instalments?|installments?|payments?)\s+to\s+(?:switch|change|move|become|go)\b|"
                              rf"\b(?:is|are) now (?:split|spread|payable)\b|"
                              rf"\b(?:is|are) now being (?:collected|paid|billed|charged|taken|split|spread)\s+"
                              rf"(?:over|across|in)\b|\bnow (?:has|have|is) \w+ payments\b")),
+    ("schedule_changed", _rx(rf"{_WE}set\s+(?:\S+\s+){{0,4}}?up\s+(?:as|into|over|across|in)\b|"
+                             rf"{_WE}(?:set|arranged|scheduled|set up)\s+(?:your|the)\s+(?:plan|schedule|billing|"
+                             rf"instalments?|installments?|payments?)\s+to\s+(?:switch|change|move|become|go)\b")),
     ("unchanged", _rx(r"\b(?:nothing|no changes?|none)\b.{0,40}?\b(?:changed|been changed|been made|been touched|"
                       r"been altered|been updated|changes)\b|\bhaven't (?:made|changed) any(?:thing| changes?)\b|"
                       r"\b(?:have not|haven't|has not|hasn't)\s+(?:been\s+)?(?:changed|touched|altered|updated)\b|"
@@ -398,10 +400,10 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                     rf"through)\b|\b(?:change|request|it)\s+(?:is|has been)\s+(?:now\s+)?(?:done|complete|in place)\b|"
                     rf"{_WE}(?:made|processed|completed|actioned|done|applied|arranged)\s+(?:the|your|this|that)\s+"
                     rf"(?:change|request|update|re-?schedule)\b|\bthat's now set up\b|\bnow in place\b|"
-                    rf"{_WE}(?:moved|changed|updated|applied|rescheduled|split|replaced|spread)\b|"
-                    # a verb that says nothing of a change alone ("I've made a note", "I've done some digging", "I've
-                    # put together a summary"): a change only with one for its object ("I've made the change")
-                    rf"{_WE}(?:processed|made|done|completed|actioned|set up|arranged|put|recorded|sorted)\s+"
+                    rf"{_WE}(?:moved|changed|updated|applied|rescheduled|split|replaced|spread)\b")),
+    # a verb that says nothing of a change alone ("I've made a note", "I've done some digging", "I've put together a
+    # summary"): a change only with one for its object ("I've made the change")
+    ("changed", _rx(rf"{_WE}(?:processed|made|done|completed|actioned|set up|arranged|put|recorded|sorted)\s+"
                     rf"(?:(?:the|your|this|that|these|those|a|an|all|both)\s+)?(?:\w+\s+)?(?:change|changes|update|"
                     rf"updates|request|adjustment|amendment|switch|move|split|re-?schedule|schedule|plan|it|that|this|"
                     rf"them)\b")),

@@ -753,10 +753,12 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
     currencies = {p.currency for p in plans}
     exponents = {p.currency: exponent(p.currency) for p in plans}
     bad = []
+    held: dict[str, Any] = {}  # what the episode's texts share, read when first needed (see _pair_errors)
     for seq, tool, text in texts:
         digits: list[int] | None = None
         counts: list[int] | None = None  # in digits and in words: read once an amount needs the words
-        for value, currency, decimals, start, end in _money_spans(text):
+        spans_of_money = _money_spans(text)
+        for value, currency, decimals, start, end in spans_of_money:
             why = None
             pool = [currency] if currency else sorted(currencies)
             if _BOUND.search(text, max(0, start - 24), start):
@@ -807,6 +809,11 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
         named = {b["figure"] for b in bad if b["seq"] == seq}
         for written, why in _role_errors(episode, plans, text):
             if written not in named:  # a figure already failed as ungrounded is named once
+                bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
+        for written, why in _count_errors(episode, plans, text):
+            bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
+        for written, why in _pair_errors(episode, plans, text, spans_of_money, held):
+            if written not in named:
                 bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
         for written, stated, actual in _wrong_weekdays(text):
             bad.append({"seq": seq, "tool": tool, "figure": written,
@@ -917,6 +924,137 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
             out.append((found[0][1], f"said of the {m.group('which').lower()} instalment, which falls on "
                         f"{' or '.join(shown)}"))
     return out
+
+
+#: What joins an amount to the date it is said to fall on (``£312.28 on 1 August 2025``, ``₩137,772, is due on
+#: Tuesday, 5 May 2026``, ``$354.82, collected on Monday 14 July``, ``£78.69 has been overdue since 5 March``).
+_PAIRED = re.compile(r"\s*,?\s*(?:(?:instalment|installment|payment)\s+)?(?:(?:that|which)\s+)?"
+                     r"(?:(?:is|are|was|were|will be|falls?|fell|has been|had been)\s+)?(?:(?:then|now|still)\s+)?"
+                     r"(?:(?:due|collected|taken|drafted|debited|payable|overdue|outstanding|unpaid)\s+)?"
+                     r"(?:on|since)\s+(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?(?:the\s+)?", re.I)
+#: A day and month, with or without a year: the date an amount is paired with.
+_DAY_MONTH = re.compile(rf"(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\b\.?"
+                        rf"|(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(?P<y>\d{{4}})\b)?", re.I)
+#: A date that opens a list (``on 12 May, 12 June and 12 July``): an amount then is said of them all, not of one.
+_LIST_NEXT = re.compile(r"\s*(?:,|and|&)\s*(?:\d{1,2}\b|(?:" + _MONTH + r")\b)", re.I)
+
+
+#: What names the instalments left (``remaining instalments``, ``payments left``); the count is the word before.
+_LEFT = re.compile(r"\b(?:(?:remaining|outstanding|unpaid|open)\s+(?:monthly\s+)?(?:instalments|installments|payments)"
+                   r"|(?:monthly\s+)?(?:instalments|installments|payments)\s+(?:left|remaining|outstanding|to go|"
+                   r"still to pay|still due|still to come))\b", re.I)
+_COUNT_BEFORE = re.compile(rf"\b(?P<n>\d{{1,2}}|{_WORD_NUMBER})\s+$", re.I)
+#: Words before a count that make it a part of what is left, or another time's count (``the next two remaining
+#: payments``, ``two of the remaining payments``, ``you had eight payments left``).
+_NOT_ALL_LEFT = re.compile(r"\b(?:first|last|next|final|of|had|was|were|would|previously|before|originally|"
+                           r"then|only)\s+(?:the\s+|your\s+)?$", re.I)
+
+
+def _count_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[str, str]]:
+    """``(figure as written, why)`` for each count of the instalments left (``eight remaining instalments``, ``7
+    payments left``) that is neither the count before the episode nor the count after it (an instalment partly
+    paid is still to pay)."""
+    out: list[tuple[str, str]] = []
+    if not plans or "ments" not in text:
+        return out
+    counts: set[int] | None = None
+    for m in _LEFT.finditer(text):
+        found = _COUNT_BEFORE.search(text, max(0, m.start() - 16), m.start())
+        if found is None or _NOT_ALL_LEFT.search(text, max(0, found.start() - 24), found.start()):
+            continue
+        word = found.group("n")
+        n = int(word) if word.isdigit() else _number_word(word)
+        if counts is None:
+            counts = set()
+            for state in (episode.initial_state, episode.final_state):
+                versions = [v for v in (state.get("plans", p.id) for p in plans) if v is not None]
+                counts.add(sum(1 for v in versions for i in v.instalments
+                               if i.status in UNPAID or i.status == "partially_paid"))
+        if n not in counts:
+            out.append((text[found.start():m.end()],
+                        f"{' or '.join(map(str, sorted(counts)))} instalment(s) are left, not {n}"))
+    return out
+
+
+def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[tuple[Decimal, str | None, int, int,
+                 int]], held: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(figure as written, why)`` for each amount said to fall on a date (``£312.28 on 1 August 2025``) when the
+    amount is an instalment's and the date is an instalment's (due or collected), before or after the episode, but
+    no instalment, payment, fee or other record of the customer's has both: the amount of one instalment said of
+    another's date, the commonest way a wrong but familiar figure is stated. A date without a year is matched by
+    its day and month. Amounts and dates that are not both an instalment's are left to the other checks.
+
+    ``spans``: the text's amounts (:func:`_money_spans`); ``held`` keeps the episode's instalments for its other
+    texts (read once, when a text first pairs an amount with a date).
+    """
+    out: list[tuple[str, str]] = []
+    if not plans or " on " not in text and " since " not in text:
+        return out
+    for value, currency, _decimals, start, end in spans:
+        joined = _PAIRED.match(text, end)
+        if joined is None:
+            continue
+        found = _DAY_MONTH.match(text, joined.end())
+        if found is None or _LIST_NEXT.match(text, found.end()) or _hedge(text, start, end) is not None:
+            continue
+        month_name, day = (found.group("m1"), found.group("d1")) if found.group("m1") else \
+            (found.group("m2"), found.group("d2"))
+        month = next(i for pattern, i in _MONTH_NUMBERS if pattern.match(month_name))
+        year = int(found.group("y")) if found.group("y") else None
+
+        def on(d: date, day: int = int(day), month: int = month, year: int | None = year) -> bool:
+            return d.day == day and d.month == month and (year is None or d.year == year)
+
+        if "instalments" not in held:
+            held["instalments"] = _instalments_seen(episode, plans)
+        for cur in ([currency] if currency else sorted({p.currency for p in plans})):
+            if cur not in EXPONENTS:
+                continue
+            minor = int(value.scaleb(exponent(cur)).to_integral_value())
+            if Decimal(minor).scaleb(-exponent(cur)) != value:
+                continue
+            mine = [(minors, days) for c, minors, days in held["instalments"] if c == cur]
+            if not any(minor in minors for minors, _d in mine):
+                continue  # not an instalment's amount: a fee's, a total, a quote; the amount check reads it
+            dated = [minors for minors, days in mine if any(map(on, days))]
+            if not dated:
+                continue  # not an instalment's date: a payment's, a quote's, a fee's; the date check reads it
+            if any(minor in minors for minors in dated) or _a_record_has(episode, plans, cur, minor, on):
+                break
+            shown = sorted({f"{Decimal(m).scaleb(-exponent(cur))} {cur}" for minors in dated for m in minors})
+            out.append((text[start:found.end()], f"no instalment of {text[start:end]} falls on that date (there: "
+                        f"{' or '.join(shown)})"))
+            break
+    return out
+
+
+def _instalments_seen(episode: Any, plans: Sequence[Any]) -> list[tuple[str, set[int], tuple[date, date]]]:
+    """Each instalment of the target's plans before and after the episode: its currency, its amount, what is owed
+    on it and what was paid (minor units), and its due and collection dates."""
+    out = []
+    for state in (episode.initial_state, episode.final_state):
+        for plan in plans:
+            version = state.get("plans", plan.id)
+            for inst in (version.instalments if version is not None else ()):
+                owed = inst.amount.minor - inst.paid_amount.minor
+                out.append((version.currency, {inst.amount.minor, owed, inst.paid_amount.minor},
+                            (inst.due_date, inst.draft_date)))
+    return out
+
+
+def _a_record_has(episode: Any, plans: Sequence[Any], currency: str, minor: int, on: Callable[[date], bool]) -> bool:
+    """Whether a payment, fee or credit of the target's plans (before or after the episode) has the amount and the
+    date (``on``) both."""
+    for state in (episode.initial_state, episode.final_state):
+        for plan in plans:
+            for table in ("payments", "fees", "credits"):
+                for record in state.children(table, "plan_id", plan.id):
+                    fields = attrs.asdict(record, recurse=False).values()
+                    if any(isinstance(m, Money) and m.currency == currency and m.minor == minor for m in fields) \
+                            and any(isinstance(d, date) and on(d.date() if isinstance(d, datetime) else d)
+                                    for d in fields):
+                        return True
+    return False
 
 
 def _instalment_figures(episode: Any, plans: Sequence[Any], which: str,

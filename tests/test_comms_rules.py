@@ -586,6 +586,40 @@ class TestClaimsOfOtherActs:
         assert check(communications(say(text, tool="escalate", outcome="escalate")), "comms:claims").passed
 
 
+class TestAmountsOnDatesAndCounts:
+    """An amount said to fall on a date must be that date's instalment's (or a record's that has both); a count
+    of the instalments left must be the count before or after the episode."""
+
+    @staticmethod
+    def _world():
+        return world(plan(amounts=("100.00",) * 11 + ("100.05",)))  # the December instalment is a cent more
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Your last payment is $100.05 on 15 December 2026.", True),
+        ("That is $100.05, due on Tuesday, 15 December 2026.", True),
+        ("You'll pay $100.00 on 15 November 2026.", True),
+        ("You'll pay $100.05 on 15 November 2026.", False),     # December's amount on November's date
+        ("You'll pay $100.05 on 15 November.", False),          # a day and month: matched without the year
+        ("You'll pay $100.00 on 15 December.", False),
+        ("Payments of $100.05 on 15 November and 15 December.", True),  # a list: said of them all
+        ("About $100.05 on 15 November 2026.", True),           # hedged: a rounding, not a pairing
+    ])
+    def test_amount_on_date(self, text: str, ok: bool) -> None:
+        s = self._world()
+        assert check(communications(say(text, initial=s), claims=()), "comms:figures").passed is ok, text
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("You have 9 instalments left.", True),
+        ("Your nine remaining payments are unchanged.", True),
+        ("You have eight instalments left.", False),
+        ("Your 10 remaining instalments stay as they are.", False),
+        ("The next two remaining payments are $100.00.", True),  # a part of what is left
+        ("Two of the remaining payments fall on a weekend.", True),
+    ])
+    def test_count_left(self, text: str, ok: bool) -> None:
+        assert check(communications(say(text), claims=()), "comms:figures").passed is ok, text
+
+
 class TestMustSay:
     entry = {"tool": "get_plan", "args": {"plan_id": "{plan_id}"}, "field": "plan_id"}
 
