@@ -187,6 +187,7 @@ class _Index:
         self.party_people = party_people
         self.party_names = {p.full for p in party_people}
         self.party_families = {p.family for p in party_people if p.family}
+        self.party_given = {p.given[0] for p in party_people if p.given}
 
     @functools.cached_property
     def party_emails(self) -> set[str]:
@@ -363,7 +364,29 @@ def _ids(index: _Index, text: str, add: Any) -> None:
             add(owner[1], owner[0], m.group(0))
 
 
+#: A capitalised word and a capital initial with its full stop (``Diego R.``): a given name and a family name's
+#: initial, when the two are a third party's.
+_GIVEN_INITIAL = re.compile(r"\b([^\W\d_][^\W\d_'’]*)\s+([^\W\d_])\.")
+
+
+def _given_and_initial(index: _Index, text: str, add: Any) -> None:
+    """A third party's given name (or another form of it) and their family name's initial: ``Diego R.``."""
+    for m in _GIVEN_INITIAL.finditer(text):
+        written, letter = m.group(1), m.group(2)
+        if not (written[:1].isupper() and letter.isupper()):
+            continue
+        word, initial = _fold(written), _fold(letter)
+        if word in index.party_given:
+            continue
+        for person in index.everyone.people.values():
+            if (person.id not in index.parties and person.family and person.family[0][:1] == initial
+                    and person.given and person.given[0] not in index.party_given
+                    and _same_given([word], person.given)):
+                add("name", person.id, m.group(0))
+
+
 def _names(index: _Index, text: str, add: Any) -> None:
+    _given_and_initial(index, text, add)
     families = index.everyone.by_family
     if not any(map(_folded(text).__contains__, families)):
         return  # no family name of anyone's in it: most texts (a word of the text, folded, is in the text folded)
@@ -403,6 +426,36 @@ def _names(index: _Index, text: str, add: Any) -> None:
                 add("family name", person.id, text[start:end])
 
 
+#: Given names and the other forms of them a writer uses (``Ben``, ``Benjamin``): each the same person's name before
+#: their family name. Written as groups of forms of one name.
+_NAME_FORMS = """
+ben benjamin benedict | tom thomas tommy | sam samuel samantha sammy | jon jonathan john johnny jack |
+jim james jimmy jamie | mike michael mick | liz elizabeth beth betty eliza | kate katherine catherine kathy cathy |
+dan daniel danny | dave david | chris christopher christine christina | alex alexander alexandra alexis |
+nick nicholas nicola | rob robert bob bobby robbie | will william bill billy liam | tony anthony antonio |
+joe joseph joey | matt matthew | pat patrick patricia | andy andrew drew | ed edward eddie ted teddy |
+fred frederick freddie | jen jennifer jenny | meg margaret maggie peggy | sue susan susie suzanne |
+kim kimberly | ray raymond | steve steven stephen | greg gregory | ken kenneth | rick richard dick |
+larry lawrence | charlie charles chuck | harry henry hal | nate nathan nathaniel | zach zachary |
+mo mohammed muhammad mohamed mohammad | lena helena magdalena | olu oluwaseun olusegun |
+ana anna hannah | nora eleanor honora | abby abigail | becky rebecca | vicky tori victoria |
+al albert alan alfred alistair | gabe gabriel | gabby gabrielle | lou louis louise | val valerie valentina
+"""
+_FORMS: dict[str, frozenset[str]] = {}
+for _group in _NAME_FORMS.split("|"):
+    _names_of_one = frozenset(_group.split())
+    for _name in _names_of_one:
+        _FORMS[_name] = _FORMS.get(_name, frozenset()) | _names_of_one
+
+
+def _same_given(written: Sequence[str], given: tuple[str, ...]) -> bool:
+    """Whether the given name as written (folded words) is ``given`` or another form of it (``Benjamin`` for
+    ``Ben``)."""
+    if tuple(written) == given:
+        return True
+    return len(written) == len(given) == 1 and written[0] in _FORMS.get(given[0], ())
+
+
 #: Words after a family name that make it someone's (``the Baker account``), and words before it that name it as one
 #: (``surname Fisher``): a family name that is also a common word ("Baker", "Park") is a person's only there.
 _SOMEONE_AFTER = frozenset({"account", "accounts", "customer", "customers", "policy", "policies", "plan", "plans",
@@ -427,7 +480,7 @@ def _full_name_before(person: _Person, words: list[tuple[str, str, int, int]], i
         at = i - skip - g
         if at < 0:
             continue
-        if tuple(w for w, *_ in words[at:at + g]) != person.given:
+        if not _same_given([w for w, *_ in words[at:at + g]], person.given):
             continue
         between = [w for w, *_ in words[at + g:i]]
         if skip == 0 or between == list(person.middle) or (skip == 1 and len(between[0]) == 1):
@@ -439,9 +492,12 @@ def _reversed_after(person: _Person, text: str, words: list[tuple[str, str, int,
                     j: int) -> tuple[int, int] | None:
     """``Park, Jon``: the given name after a comma that follows the family name ending before word ``j``."""
     g = len(person.given)
-    if j + g > len(words) or tuple(w for w, *_ in words[j:j + g]) != person.given:
+    if j >= len(words) or text[words[j - 1][3]:words[j][2]].strip() != ",":
         return None
-    if text[words[j - 1][3]:words[j][2]].strip() != ",":
+    if person.given and words[j][0] == person.given[0][:1] and len(words[j][0]) == 1 and (
+            text[words[j][3]:words[j][3] + 1] == "." or words[j][1].isupper()):
+        return words[j][2], words[j][3] + (text[words[j][3]:words[j][3] + 1] == ".")  # "Baker, T."
+    if j + g > len(words) or not _same_given([w for w, *_ in words[j:j + g]], person.given):
         return None
     return words[j][2], words[j + g - 1][3]
 

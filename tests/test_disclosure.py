@@ -73,6 +73,11 @@ class TestDisclosureCaught:
         ("There is another Park account, not verified.", "family name of cus_3", "Park"),
         ("A Lena on our books, surname Park, is not verified.", "family name of cus_3", "Park"),
         ("Family name Park, unverified.", "family name of cus_3", "Park"),
+        # another form of the given name, a given name with the family name's initial, a surname with an initial
+        ("Jonathan Park asked the same.", "name of cus_3", "Jonathan Park"),
+        ("William Touch asked the same.", "name of cus_4", "William Touch"),
+        ("Another customer, Lena G., moved her due day too.", "name of cus_6", "Lena G."),
+        ("Our search also returned TOUCH, W. (unverified).", "name of cus_4", "TOUCH, W."),
     ])
     def test_each_field_kind(self, text: str, field: str, span: str) -> None:
         """Each kind of detail of a third party is caught, naming the field and the span as written."""
@@ -124,6 +129,9 @@ class TestDisclosurePasses:
         "Parking is free; we park the fee until the 15th.",
         "The park account is a savings product.",  # lower case: the word
         "Park the account until Monday.",  # a verb, said of nobody
+        "Lena, your plan is fine.",  # a given name alone, even of a third party
+        "Ann O. asked about her plan: your plan is fine.",  # the target's own name and initial
+        "Your instalments stay as they are. Park, T. is not on file.",  # an initial that is not theirs
     ])
     def test_careful_texts(self, text: str) -> None:
         """Common words equal to a name, the target's own details and a shared family name are not disclosures."""
