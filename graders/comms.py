@@ -175,6 +175,8 @@ class _Known:
     def __init__(self, episode: Any) -> None:
         self.amounts: set[Decimal] = set()
         self.dates: set[date] = set()
+        self._days_seen: dict[date, tuple[int, int]] = {}
+        self._days: set[tuple[int, int]] = set()
         #: Every known amount by currency: the operands below, and the figures the request and the policy state.
         self.by_currency: dict[str | None, set[Decimal]] = {}
         #: The amounts arithmetic may start from: the target's records and what the calls about them showed
@@ -318,6 +320,17 @@ class _Known:
         """Whether ``value`` is a known date."""
         while True:
             if value in self.dates:
+                return True
+            if not self._read_more():
+                return False
+
+    def has_day_month(self, month: int, day: int) -> bool:
+        """Whether some known date falls on ``day`` of ``month`` (a date written without its year)."""
+        while True:
+            if len(self._days_seen) != len(self.dates):  # the days of the dates read so far, kept while no more are
+                self._days_seen = {d: (d.month, d.day) for d in self.dates}
+                self._days = set(self._days_seen.values())
+            if (month, day) in self._days:
                 return True
             if not self._read_more():
                 return False
@@ -711,6 +724,44 @@ def _stepped(when: date, count: int, unit: str) -> tuple[date, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
+def _days_in(text: str) -> tuple[tuple[int, int, str, int], ...]:
+    """``(month, day, as written, where)`` for each date ``text`` writes without its year (``12 May``, ``May 12th``,
+    ``the 5th of May``); a date with its year is :func:`_dates_in`'s, and a day the month has not is nobody's."""
+    if not _MAY_BE_DAY.search(text):
+        return ()
+    out = []
+    for m in _DAY_MONTH.finditer(text):
+        if m.group("y"):
+            continue
+        month_name, day = (m.group("m1"), m.group("d1")) if m.group("m1") else (m.group("m2"), m.group("d2"))
+        if month_name[0].islower() and len(month_name) == 3 and month_name.lower() != "may":
+            continue  # "mar", "jun" in lower case: a word, not a month
+        if month_name.lower() == "may" and m.group("m2") and not month_name[0].isupper():
+            continue  # "you may 2": the verb
+        month = next(i for pattern, i in _MONTH_NUMBERS if pattern.match(month_name))
+        if not 1 <= int(day) <= 31:
+            continue
+        out.append((month, int(day), m.group(0), m.start()))
+    return tuple(out)
+
+
+def _next_day(month: int, day: int) -> tuple[int, int]:
+    """The month and day after ``day`` of ``month`` (in a leap year: 28 February is followed by the 29th)."""
+    if day < days_in_month(2024, month):
+        return month, day + 1
+    return (month % 12) + 1, 1
+
+
+#: Words before a date that set it aside (``not 30 July``), and those that make it the inclusive end of a span.
+_SET_ASIDE = re.compile(r"\b(?:not|rather than|instead of)\s+(?:on\s+)?$", re.I)
+_THROUGH = re.compile(r"\b(?:to|until|till|through|thru)\s+$", re.I)
+
+
+#: A digit next to a month's first letters: where a date without its year may be.
+_MAY_BE_DAY = re.compile(rf"\d(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})|(?:{_MONTH})\.?\s+\d", re.I)
+
+
+@functools.lru_cache(maxsize=4096)
 def _dates_in(text: str) -> tuple[tuple[date, str], ...]:
     out = []
     for m in _DATES.finditer(text):
@@ -806,16 +857,36 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
                     continue  # a date a span the text states away from a known one ("12 months after ...")
                 bad.append({"seq": seq, "tool": tool, "figure": written,
                             "why": "not a date of this customer's records or of anything quoted to the agent"})
+        for month, day, written, at in _days_in(text):
+            before = text[max(0, at - 16):at]
+            if _SET_ASIDE.search(before):
+                continue  # "after 30 June you're back to 31 July, not 30 July": a day set aside, not stated
+            if _THROUGH.search(before) and known.has_day_month(*_next_day(month, day)):
+                continue  # "from 1 January to 19 April": up to the day before a known one
+            if "instalment_days" not in held:  # an instalment's day, found without reading every record
+                held["instalment_days"] = {(d.month, d.day) for _c, _m, days in _instalments(episode, plans, held)
+                                           for d in days}
+            if (month, day) not in held["instalment_days"] and not known.has_day_month(month, day):
+                spans = _spans_in(text) if spans is None else spans
+                if spans and any((d.month, d.day) == (month, day) for when in list(known.dates)
+                                 for n, unit in spans for d in _stepped(when, n, unit)):
+                    continue
+                bad.append({"seq": seq, "tool": tool, "figure": written,
+                            "why": "not a day of this customer's records or of anything quoted to the agent"})
         named = {b["figure"] for b in bad if b["seq"] == seq}
         for written, why in _role_errors(episode, plans, text):
             if written not in named:  # a figure already failed as ungrounded is named once
+                bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
+        for written, why in _total_errors(episode, plans, text, spans_of_money):
+            if written not in {b["figure"] for b in bad if b["seq"] == seq}:
                 bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
         for written, why in _count_errors(episode, plans, text):
             bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
         for written, why in _pair_errors(episode, plans, text, spans_of_money, held):
             if written not in named:
                 bad.append({"seq": seq, "tool": tool, "figure": written, "why": why})
-        for written, stated, actual in _wrong_weekdays(text):
+        seen = functools.partial(_instalments, episode, plans, held)
+        for written, stated, actual in _wrong_weekdays(text) + _wrong_weekdays_of_days(text, seen):
             bad.append({"seq": seq, "tool": tool, "figure": written,
                         "why": f"the date is a {actual}, not a {stated}"})
     detail = ("every amount and date stated is the customer's own" if not bad else
@@ -871,8 +942,35 @@ def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, p
 
 #: An instalment named by its place (``your next payment``, ``the final instalment``): the figures after it in its
 #: clause are said to be its own.
-_ROLE = re.compile(r"\b(?P<which>next|last|final)\s+(?:monthly\s+|scheduled\s+|regular\s+|remaining\s+)?"
-                   r"(?:instalment|installment|payment|debit|direct debit|collection|one)\b(?![s'’])", re.I)
+_ROLE = re.compile(r"\b(?P<which>next|last|final|first(?=\s+(?:new|higher|lower|revised|updated|reduced|increased|"
+                   r"changed|adjusted|smaller|larger|bigger|split)\b))\s+(?:monthly\s+|scheduled\s+|regular\s+|"
+                   r"remaining\s+|new\s+|higher\s+|lower\s+|revised\s+|updated\s+|reduced\s+|increased\s+|"
+                   r"changed\s+|adjusted\s+|smaller\s+|larger\s+|bigger\s+|split\s+)?"
+                   r"(?:instalment|installment|payment|debit|direct debit|collection|one)\b(?![s'’])"
+                   # the first, the last: named alone, before what is said of it ("the last on 12 July 2025")
+                   r"|\bthe\s+(?P<bare>last|final|first)(?:\s+one)?(?:\s+of\s+(?:the|them|these|those)(?:\s+\w+)?)?"
+                   r"(?=\s*,?\s*(?:on\b|is\b|will\b|falls\b|due\b|[$€£¥₩]))"
+                   # the first payment on the new date
+                   r"|\b(?P<first_new>first)\s+(?:payment|instalment|installment)(?=\s+on the new (?:date|day)\b)",
+                   re.I)
+#: Another instalment named after the first (``and the last on ...``): the figures after it are its own.
+_ANOTHER_NAMED = re.compile(r"\s(?:and|then|with|while)\s+(?:the|your)\s", re.I)
+#: A rule about an instalment, not a figure of this plan's (``the last one must be due by ...``).
+_RULE_WORDS = re.compile(r"\b(?:must|should|can|could|might|has to|have to|needs? to)\b", re.I)
+#: An amount that is a difference (``€236.25 more``), not what an instalment is.
+_RELATIVE = re.compile(r"\s*(?:more|less|higher|lower|extra|above|below)\b", re.I)
+
+
+def _in_the_past(episode: Any, window: str) -> bool:
+    """Whether the first date ``window`` names is before the day the agent acted (a payment made, not to come)."""
+    today = next((_iso_date(e.at) for e in episode.events if isinstance(e.at, str)), None)
+    found = _dates_in(window)
+    return today is not None and bool(found) and found[0][0] < today
+
+
+#: What follows ``last payment`` when it is the plan's last to come (``your last payment on 5 November``), not the one
+#: made most recently.
+_AHEAD = re.compile(r"[\s,]*(?:(?:of\s+)?\S+[\s,]+)?(?:(?:is|will be|falls)\s+)?(?:due\s+)?on\s|\s+due\b", re.I)
 #: Words that put the figures after a named instalment on another one, or on another time (``the next payment
 #: after that``, ``the final payment was``): then nothing is said of it.
 _ELSEWHERE = re.compile(r"\b(?:after|following|then|before|previous|previously|old|originally|would have|was|were|"
@@ -891,13 +989,22 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
     that instalment's (before or after the episode): ``your next payment of €108.85 on 2 June 2026`` fails when
     the next is €108.84 on 2 May. Every figure in the clause after the name is read, and one of each kind that is
     the instalment's is enough (``your next payment goes up by £13.92 to £94.94``)."""
-    if not plans or _ROLE.search(text) is None:
+    low = text.lower()
+    if not plans or not ("next" in low or "last" in low or "final" in low or "first" in low) \
+            or _ROLE.search(text) is None:
         return []
     out = []
     for m in _ROLE.finditer(text):
-        if m.group("which").lower() == "last" and not m.group(0).lower().endswith(("instalment", "installment")):
-            continue  # "your last payment": most often the one made most recently, not the plan's final one
+        named = (m.group("which") or m.group("bare") or m.group("first_new")).lower()
+        which = "next" if named == "first" else named
         window = text[m.end():m.end() + 100]
+        if m.group("which") and named == "last" and not m.group(0).lower().endswith(("instalment", "installment")) \
+                and (not _AHEAD.match(window) or _in_the_past(episode, window)):
+            continue  # "your last payment": most often the one made most recently, not the plan's final one
+        also = _ANOTHER_NAMED.search(window)
+        window = window[:also.start()] if also else window  # "the first on 15 May and the last on 15 December"
+        if _RULE_WORDS.search(window):
+            continue  # "the last one must be due by 31 December": a rule, not this plan's figure
         cut = _CLAUSE_END.search(window)
         window = window[:cut.start()] if cut else window
         before = text[max(0, m.start() - 12):m.start()]
@@ -907,21 +1014,22 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
         # before the episode too, where the sentence says it changed ("your next payment, due 21 April, is deferred")
         opened = max(text.rfind(end, 0, m.start()) for end in (". ", "! ", "? ", "\n"))
         moved = _CHANGED.search(text[opened + 1:m.end()] + window) is not None
-        amounts, dates = _instalment_figures(episode, plans, m.group("which").lower(), before=moved)
+        amounts, dates = _instalment_figures(episode, plans, which, before=moved)
         if not amounts:
             continue
         spans = [(v, c, written) for v, c, d, a, b in _money_spans(window)
-                 if _hedge(window, a, b) is None for written in (window[a:b],)]
+                 if _hedge(window, a, b) is None and not _RELATIVE.match(window, b) for written in (window[a:b],)]
         currencies = {c for _, c, _ in spans if c is not None}
         if spans and currencies <= {cur for cur, _ in amounts} and not any(
                 (c is None or c == cur) and v == x for v, c, _ in spans for cur, x in amounts):
             shown = sorted({f"{x} {cur}" for cur, x in amounts})
-            out.append((spans[0][2], f"said of the {m.group('which').lower()} instalment, which is "
-                        f"{' or '.join(shown)}"))
+            out.append((spans[0][2], f"said of the {which} instalment, which is {' or '.join(shown)}"))
         found = _dates_in(window)
-        if found and not any(d in dates for d, _ in found):
+        days = _days_in(window) if not found else ()
+        if found and not any(d in dates for d, _ in found) or days and not any(
+                (d.month, d.day) == (month, day) for d in dates for month, day, *_ in days):
             shown = sorted({str(d) for d in dates})
-            out.append((found[0][1], f"said of the {m.group('which').lower()} instalment, which falls on "
+            out.append((found[0][1] if found else days[0][2], f"said of the {which} instalment, which falls on "
                         f"{' or '.join(shown)}"))
     return out
 
@@ -976,6 +1084,74 @@ def _count_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[s
     return out
 
 
+#: Words that make an amount a total (``£819.44 in total``, ``comes to ¥62,586``, ``210.518 KWD in all``).
+_TOTAL_AFTER = re.compile(r"\s*(?:\)\s*)?(?:in total|in all|altogether|all told|all together|overall)\b", re.I)
+_TOTAL_BEFORE = re.compile(r"\b(?:in total|a total of|totalling|totaling|total(?: is| of)?|comes? to|come to|"
+                           r"adds? up to|add up to|amounts? to|worth)\s*(?:of\s+)?$", re.I)
+#: Words that say the instalments counted are those left to pay (not those paid).
+_STILL_TO_PAY = re.compile(r"\b(?:remaining|left|outstanding|unpaid|still to (?:pay|come)|to go|still due|balance)\b",
+                           re.I)
+#: A count of instalments (``eight remaining instalments``, ``8 payments``): what a total in its sentence sums.
+_COUNTED = re.compile(rf"\b(\d{{1,2}}|{_WORD_NUMBER})\s+(?:(?:remaining|outstanding|unpaid|more|monthly|further)\s+)*"
+                      rf"(?:instalments|installments|payments)\b", re.I)
+#: Words before an amount that make it a share, not a total (``divided by seven comes to``, ``each comes to``).
+_A_SHARE = re.compile(r"\b(?:divided|split|each|per|apiece|a month|monthly)\b", re.I)
+_PAID_WORDS = re.compile(r"\b(?:paid|made|received|collected so far|so far)\b", re.I)
+
+
+def _total_errors(episode: Any, plans: Sequence[Any], text: str,
+                  spans: Sequence[tuple[Decimal, str | None, int, int, int]]) -> list[tuple[str, str]]:
+    """``(figure as written, why)`` for each total of the instalments left that is not what they come to: in a
+    sentence that counts the instalments left (``your eight remaining instalments``, ``8 payments left``) as many as
+    are left (before or after the episode), an amount said to be their total (``in total``, ``come to``) must be
+    their sum then. One amount times the count (``8 x ¥7,823``) is not their sum when they differ by a unit."""
+    out: list[tuple[str, str]] = []
+    if not plans or "ments" not in text or not spans:
+        return out
+    totals = None
+    for value, currency, _decimals, start, end in spans:
+        if not (_TOTAL_AFTER.match(text, end) or _TOTAL_BEFORE.search(text, max(0, start - 24), start)):
+            continue
+        opened = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n"))
+        closed = min((i for i in (text.find(mark, end) for mark in (". ", "! ", "? ", "\n")) if i >= 0),
+                     default=len(text))
+        sentence = text[opened + 1:closed]
+        if not _STILL_TO_PAY.search(sentence) or _PAID_WORDS.search(sentence) or _hedge(text, start, end) \
+                or _A_SHARE.search(text, max(0, start - 30), start):
+            continue
+        stated = {int(n) if n.isdigit() else _number_word(n) for n in _COUNTED.findall(sentence)}
+        if not stated:
+            continue  # a total of something else ("over the 8 remaining months that adds up to ...")
+        if totals is None:
+            totals = _left_totals(episode, plans)
+        for count, cur, minor in totals:
+            if count in stated and (currency is None or currency == cur) and cur in EXPONENTS:
+                places = exponent(cur)
+                if value.scaleb(places) != value.scaleb(places).to_integral_value():
+                    continue
+                if int(value.scaleb(places)) not in {m for c, k, m in totals if k == cur and c == count}:
+                    out.append((text[start:end], f"the {count} instalments left come to "
+                                f"{Decimal(minor).scaleb(-places)} {cur}"))
+                break
+    return out
+
+
+def _left_totals(episode: Any, plans: Sequence[Any]) -> set[tuple[int, str, int]]:
+    """``(count, currency, minor)``: how many instalments of each plan were left to pay before and after the
+    episode, and what they came to (their amounts, and what was owed on them)."""
+    out = set()
+    for state in (episode.initial_state, episode.final_state):
+        for plan in plans:
+            version = state.get("plans", plan.id)
+            if version is None:
+                continue
+            left = [i for i in version.instalments if i.status in UNPAID or i.status == "partially_paid"]
+            if left:
+                out.add((len(left), version.currency, sum(i.amount.minor for i in left)))
+                out.add((len(left), version.currency, sum(i.amount.minor - i.paid_amount.minor for i in left)))
+    return out
+
+
 def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[tuple[Decimal, str | None, int, int,
                  int]], held: dict[str, Any]) -> list[tuple[str, str]]:
     """``(figure as written, why)`` for each amount said to fall on a date (``£312.28 on 1 August 2025``) when the
@@ -1005,15 +1181,13 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
         def on(d: date, day: int = int(day), month: int = month, year: int | None = year) -> bool:
             return d.day == day and d.month == month and (year is None or d.year == year)
 
-        if "instalments" not in held:
-            held["instalments"] = _instalments_seen(episode, plans)
         for cur in ([currency] if currency else sorted({p.currency for p in plans})):
             if cur not in EXPONENTS:
                 continue
             minor = int(value.scaleb(exponent(cur)).to_integral_value())
             if Decimal(minor).scaleb(-exponent(cur)) != value:
                 continue
-            mine = [(minors, days) for c, minors, days in held["instalments"] if c == cur]
+            mine = [(minors, days) for c, minors, days in _instalments(episode, plans, held) if c == cur]
             if not any(minor in minors for minors, _d in mine):
                 continue  # not an instalment's amount: a fee's, a total, a quote; the amount check reads it
             dated = [minors for minors, days in mine if any(map(on, days))]
@@ -1026,6 +1200,14 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
                         f"{' or '.join(shown)})"))
             break
     return out
+
+
+def _instalments(episode: Any, plans: Sequence[Any], held: dict[str, Any]) -> list[tuple[str, set[int],
+                                                                                        tuple[date, date]]]:
+    """:func:`_instalments_seen`, read once per episode into ``held``."""
+    if "instalments" not in held:
+        held["instalments"] = _instalments_seen(episode, plans)
+    return held["instalments"]
 
 
 def _instalments_seen(episode: Any, plans: Sequence[Any]) -> list[tuple[str, set[int], tuple[date, date]]]:
@@ -1116,6 +1298,32 @@ def _wrong_weekdays(text: str) -> list[tuple[str, str, str]]:
                 continue
             stated = next(d for d in _WEEKDAYS if d.startswith(found.group("wd").lower()[:3]))
             actual = _WEEKDAYS[when.weekday()]
+            if stated != actual:
+                out.append((written, stated.capitalize(), actual.capitalize()))
+    return out
+
+
+_ANY_WEEKDAY = re.compile(r"\b(?:mon|tue|wed|thu|fri|sat|sun)", re.I)
+
+
+def _wrong_weekdays_of_days(text: str, instalments: Callable[[], Sequence[tuple[str, set[int], tuple[date, date]]]]
+                            ) -> list[tuple[str, str, str]]:
+    """As :func:`_wrong_weekdays`, for the dates written without a year whose year the customer's instalments give
+    (one instalment is due or collected on that day and month, before or after the episode): ``Friday 12 June``
+    when 12 June 2025 is a Thursday."""
+    out: list[tuple[str, str, str]] = []
+    if _ANY_WEEKDAY.search(text) is None:
+        return out
+    for month, day, written, at in _days_in(text):
+        end = at + len(written)
+        for found in (_WEEKDAY_BEFORE.search(text, max(0, at - 20), at), _WEEKDAY_AFTER.search(text[end:end + 24])):
+            if found is None:
+                continue
+            years = {d.year for _c, _m, days in instalments() for d in days if d.month == month and d.day == day}
+            if len(years) != 1:
+                break
+            stated = next(d for d in _WEEKDAYS if d.startswith(found.group("wd").lower()[:3]))
+            actual = _WEEKDAYS[date(years.pop(), month, day).weekday()]
             if stated != actual:
                 out.append((written, stated.capitalize(), actual.capitalize()))
     return out

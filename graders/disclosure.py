@@ -366,11 +366,14 @@ def _ids(index: _Index, text: str, add: Any) -> None:
 
 #: A capitalised word and a capital initial with its full stop (``Diego R.``): a given name and a family name's
 #: initial, when the two are a third party's.
+_AN_INITIAL = re.compile(r"\s[^\W\d_a-z]\.")
 _GIVEN_INITIAL = re.compile(r"\b([^\W\d_][^\W\d_'’]*)\s+([^\W\d_])\.")
 
 
 def _given_and_initial(index: _Index, text: str, add: Any) -> None:
     """A third party's given name (or another form of it) and their family name's initial: ``Diego R.``."""
+    if _AN_INITIAL.search(text) is None:
+        return  # no capital letter standing alone before a full stop: most texts
     for m in _GIVEN_INITIAL.finditer(text):
         written, letter = m.group(1), m.group(2)
         if not (written[:1].isupper() and letter.isupper()):
@@ -385,8 +388,30 @@ def _given_and_initial(index: _Index, text: str, add: Any) -> None:
                 add("name", person.id, m.group(0))
 
 
+#: Words that say someone else is spoken of (``another customer``, ``one of our customers called``): a given name
+#: after them names that person.
+_ANOTHER = re.compile(r"\b(?:another|other|a fellow|one of our(?: other)?)\s+(?:[\w-]+\s+){0,4}?(?:customers?|"
+                      r"policyholders?|clients?|members?)\b|\b(?:customers?|clients?)\s+(?:called|named)\b", re.I)
+
+
+def _given_said_of_another(index: _Index, text: str, add: Any) -> None:
+    """A third party's given name within a few words after ``another customer``: ``another customer who pays in yen,
+    Kenji, chose seven``."""
+    for m in _ANOTHER.finditer(text):
+        for word, written, start, end in _words(text[m.end():m.end() + 60]):
+            if not written[:1].isupper() or word in index.party_given:
+                continue
+            for person in index.everyone.people.values():
+                if person.id not in index.parties and person.given and _same_given([word], person.given) \
+                        and person.given[0] not in index.party_given:
+                    add("given name", person.id, text[m.end() + start:m.end() + end])
+
+
 def _names(index: _Index, text: str, add: Any) -> None:
     _given_and_initial(index, text, add)
+    low = text.lower()
+    if ("other" in low or "fellow" in low or "called" in low or "named" in low) and _ANOTHER.search(text):
+        _given_said_of_another(index, text, add)
     families = index.everyone.by_family
     if not any(map(_folded(text).__contains__, families)):
         return  # no family name of anyone's in it: most texts (a word of the text, folded, is in the text folded)

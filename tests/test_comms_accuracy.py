@@ -38,26 +38,31 @@ def test_each_class_of_wrong_text_is_caught(summary: dict, label: str) -> None:
     assert row["n"] > 0 and row["caught_by_meant"] >= 0.95 * row["n"], row["missed"]
 
 
-HELD_OUT = ROOT / "tests" / "fixtures" / "comms_corpus_heldout.jsonl"
-#: The share of each class of wrong text in the held-out corpus that its check catches, at least: what the grader
-#: caught when the corpus was added (disclosures 38/39, figures 25/41, claims 36/43), less one text. A floor
-#: against losing ground, not a target: the misses are listed in docs/benchmarks.md.
-HELD_OUT_FLOOR = {"disclosure": 37, "figure": 24, "claim": 35}
+HELD_OUT = {"first": ROOT / "tests" / "fixtures" / "comms_corpus_heldout.jsonl",
+            "second": ROOT / "tests" / "fixtures" / "comms_corpus_heldout2.jsonl"}
+#: The share of each class of wrong text in each held-out corpus that its check catches, at least: what the grader
+#: caught when the corpora were added (first: disclosures 39/39, figures 36/41, claims 38/43; second: 36/36,
+#: 33/40, 35/39), less one text. A floor against losing ground, not a target: the misses are listed in
+#: docs/benchmarks.md.
+HELD_OUT_FLOOR = {"first": {"disclosure": 38, "figure": 35, "claim": 37},
+                  "second": {"disclosure": 35, "figure": 32, "claim": 34}}
 
 
-@pytest.fixture(scope="module")
-def held_out() -> dict:
-    return measure(load_corpus(HELD_OUT))
+@pytest.fixture(scope="module", params=list(HELD_OUT))
+def held_out(request: pytest.FixtureRequest) -> tuple[str, dict]:
+    return request.param, measure(load_corpus(HELD_OUT[request.param]))
 
 
-def test_no_true_text_of_the_held_out_corpus_fails(held_out: dict) -> None:
-    """Every true text of the held-out corpus (218 replies written as chat models write them, at seeds and by
-    writers the grader had not seen) passes every comms check."""
-    assert held_out["true"]["n"] >= 200
-    assert held_out["true"]["false_failures"] == 0, held_out["true"]["failures"]
+def test_no_true_text_of_the_held_out_corpora_fails(held_out: tuple[str, dict]) -> None:
+    """Every true text of the held-out corpora (replies written as chat models write them, at seeds and by writers
+    the grader had not seen: 218 and 216) passes every comms check."""
+    _name, summary = held_out
+    assert summary["true"]["n"] >= 200
+    assert summary["true"]["false_failures"] == 0, summary["true"]["failures"]
 
 
-@pytest.mark.parametrize("label", sorted(HELD_OUT_FLOOR))
-def test_the_held_out_catches_hold(held_out: dict, label: str) -> None:
-    row = held_out[label]
-    assert row["caught_by_meant"] >= HELD_OUT_FLOOR[label], row["missed"]
+@pytest.mark.parametrize("label", ["disclosure", "figure", "claim"])
+def test_the_held_out_catches_hold(held_out: tuple[str, dict], label: str) -> None:
+    name, summary = held_out
+    row = summary[label]
+    assert row["caught_by_meant"] >= HELD_OUT_FLOOR[name][label], row["missed"]

@@ -620,6 +620,128 @@ class TestAmountsOnDatesAndCounts:
         assert check(communications(say(text), claims=()), "comms:figures").passed is ok, text
 
 
+def _with_plan(s, **changes):
+    """``s`` with pln_1's unpaid instalments (seq 4 on) evolved by ``changes``."""
+    p = s.get("plans", "pln_1")
+    return put(s, attrs.evolve(p, instalments=tuple(attrs.evolve(i, **changes) if i.seq > 3 else i
+                                                    for i in p.instalments)))
+
+
+class TestClaimsReadInContext:
+    """What a clause says depends on what stands around it: a dated line of history, a reason, a scope, a referent."""
+
+    def claims_pass(self, text: str, **kw) -> bool:
+        kw.setdefault("tool", "finish")
+        return check(communications(say(text, **kw), figures=False), "comms:claims").passed
+
+    def test_a_dated_line_is_history(self) -> None:
+        s = world()
+        waived_before = put(s, attrs.evolve(s.get("fees", "fee_1"), status="waived", waived_on=date(2026, 1, 10)))
+        text = "- **10 January 2026**: that fee was waived."
+        assert self.claims_pass(text, initial=waived_before)
+        assert not self.claims_pass(text)  # no fee was waived then either
+
+    def test_scoped_negations_and_settings(self) -> None:
+        s = world()
+        resplit = _with_plan(s, amount=usd("90.00"))
+        moved = put(_with_plan(s, due_date=date(2026, 5, 20)), )
+        moved = put(moved, attrs.evolve(moved.get("plans", "pln_1"), due_day_changes=1))
+        assert self.claims_pass("Because $1,200.00 does not divide exactly by nine, the last one is a cent less.",
+                                final=resplit)
+        assert self.claims_pass("Each plan is set up in one currency.")
+        assert self.claims_pass("Your paid instalments stay as they are; nothing about them has changed.",
+                                final=resplit)
+        assert self.claims_pass("In those months the due date is unchanged.", final=moved)
+        assert self.claims_pass("Your paid instalments keep their dates on the 15th.", final=moved)
+        assert not self.claims_pass("Your instalments keep their dates on the 10th.", final=moved)
+
+    @pytest.mark.parametrize("text", [
+        "The first payment has already been collected from your card today.",
+        "As the closest option, I've spread your balance over the most instalments I can.",
+        "So that it doesn't add to your balance, I've reversed the charge.",
+        "I've arranged for your plan to move to annual billing at renewal.",
+        "I've rolled the April payment into the end of your plan.",
+        "Your plan is now fully settled.",
+        "Your account is no longer overdue.",
+        "I've tidied up your account notes.",
+        "I've been able to knock the rate down.",
+        "The instalment due on 15 April (USD 100.00) has been written off.",
+    ])
+    def test_acts_said_that_nothing_bears_out(self, text: str) -> None:
+        assert not self.claims_pass(text), text
+
+    def test_each_borne_out_when_done(self) -> None:
+        s = world()
+        p = s.get("plans", "pln_1")
+        all_paid = put(s, attrs.evolve(p, instalments=tuple(attrs.evolve(i, status="paid", paid_amount=i.amount)
+                                                            for i in p.instalments)),
+                       attrs.evolve(s.get("fees", "fee_1"), status="waived", waived_on=date(2026, 4, 20)))
+        assert self.claims_pass("Your plan is now fully settled.", initial=all_paid)
+        assert self.claims_pass("Your account is no longer overdue.", initial=all_paid)
+        noted = put(s, attrs.evolve(s.get("customers", "cus_1"), notes="tidied"))
+        assert self.claims_pass("I've tidied up your account notes.", final=noted)
+        waived = put(s, attrs.evolve(s.get("fees", "fee_1"), status="waived", waived_on=date(2026, 4, 20)))
+        assert self.claims_pass("So that it doesn't add to your balance, I've reversed the charge.", final=waived)
+
+    def test_not_applied_yet(self) -> None:
+        resplit = _with_plan(world(), amount=usd("90.00"))
+        assert not self.claims_pass("I haven't applied it to your plan yet.", final=resplit)
+        assert self.claims_pass("I haven't applied it to your plan yet.")
+
+    def test_a_colleague_asked_and_a_request_closed(self) -> None:
+        asked = "A colleague from our collections team has been asked to call you."
+        assert not self.claims_pass(asked)
+        assert self.claims_pass(asked, tool="escalate", outcome="escalate")
+        closed = "I've closed this request on our side."
+        assert not self.claims_pass(closed, tool="escalate", outcome="escalate")
+        assert self.claims_pass(closed, tool="decline", outcome="decline")
+
+    def test_a_due_date_set_to_a_date(self) -> None:
+        s = world()
+        moved = _with_plan(s, due_date=date(2026, 5, 16), draft_date=date(2026, 5, 18))
+        moved = put(moved, attrs.evolve(moved.get("plans", "pln_1"), due_day_changes=1))
+        assert self.claims_pass("I've set your due date to Saturday 16 May.", final=moved)
+        # the 18th is when it is collected, not when it is due
+        assert not self.claims_pass("I've set your due date to Monday 18 May instead.", final=moved)
+        text = "Every instalment now shows the 16th as its due date, including the three you've already paid."
+        assert not self.claims_pass(text, final=moved)
+
+
+class TestDatesWithoutAYearAndTotals:
+    """A date written without its year is a day of the customer's (or set aside, or a span's end); the next, the
+    first new and the last instalment's figures are theirs; a total of the instalments left is their sum."""
+
+    @staticmethod
+    def figures_pass(text: str, initial=None) -> bool:
+        return check(communications(say(text, tool="finish", initial=initial), claims=()), "comms:figures").passed
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Your next payment is on 15 May.", True),
+        ("Your payment is on 16 May.", False),
+        ("After 15 June you are back to 15 July, not 16 July.", True),  # set aside
+        ("You were covered from 1 January to 14 April.", True),      # the day before a known one
+        ("It is due Friday 15 May.", True),
+        ("It is due Thursday 15 May.", False),                        # 15 May 2026 is a Friday
+        ("Your first new payment, $100.00, is due on 15 June 2026.", False),
+        ("The first is due on 15 May and the last on 15 December 2026.", True),
+        ("The last one must be due by 31 December 2026.", True),      # a rule, not this plan's figure
+        ("Your last payment of $100.00 on 15 March 2026 is unaffected.", True),  # made, not to come
+        ("Your plan ends with the last payment on 15 November 2026.", False),
+    ])
+    def test_days_and_roles(self, text: str, ok: bool) -> None:
+        assert self.figures_pass(text) is ok, text
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Your nine remaining instalments come to $900.05 in total.", True),
+        ("Your nine remaining instalments come to $900.00 in total.", False),  # nine times one amount: not their sum
+        ("Over the 9 remaining months that adds up to $900.00.", True),         # not a total of the instalments
+        ("Your $900.05 divided by nine comes to $100.00 or so.", True),
+    ])
+    def test_total_of_what_is_left(self, text: str, ok: bool) -> None:
+        s = world(plan(amounts=("100.00",) * 11 + ("100.05",)))
+        assert self.figures_pass(text, initial=s) is ok, text
+
+
 class TestMustSay:
     entry = {"tool": "get_plan", "args": {"plan_id": "{plan_id}"}, "field": "plan_id"}
 

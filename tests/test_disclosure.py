@@ -78,6 +78,7 @@ class TestDisclosureCaught:
         ("William Touch asked the same.", "name of cus_4", "William Touch"),
         ("Another customer, Lena G., moved her due day too.", "name of cus_6", "Lena G."),
         ("Our search also returned TOUCH, W. (unverified).", "name of cus_4", "TOUCH, W."),
+        ("Another customer who pays in euros, Lena, chose seven.", "given name of cus_6", "Lena"),
     ])
     def test_each_field_kind(self, text: str, field: str, span: str) -> None:
         """Each kind of detail of a third party is caught, naming the field and the span as written."""
@@ -132,6 +133,7 @@ class TestDisclosurePasses:
         "Lena, your plan is fine.",  # a given name alone, even of a third party
         "Ann O. asked about her plan: your plan is fine.",  # the target's own name and initial
         "Your instalments stay as they are. Park, T. is not on file.",  # an initial that is not theirs
+        "Another customer, Ann, asked the same.",  # the target's own given name
     ])
     def test_careful_texts(self, text: str) -> None:
         """Common words equal to a name, the target's own details and a shared family name are not disclosures."""
