@@ -192,7 +192,7 @@ _REQUESTED = _rx(r"\b(?:you(?:'d| would) (?:like|prefer|rather)|you (?:want|want
                  r"\b(?:customer|holder|caller|they|he|she) (?:asks|asked|wants|wanted|requests|requested|"
                  r"would like)\b|"
                  # reported speech: what a note or a message asks for ("notes asking for all fees to be waived")
-                 r"\b(?:asking|asks|requesting|instructing|instructs|telling)\s+(?:us\s+|me\s+|you\s+)?(?:for|that|to)\b)")
+                 r"\b(?:asking|asks|requesting|instructing|instructs)\s+(?:us\s+|me\s+|you\s+)?(?:for|that|to)\b)")
 _AS_ASKED = _rx(r"\b(?:exactly |just )?as (?:you )?(?:asked|requested|wanted|instructed|directed)(?: (?:for|me|us))?\b"
                 r"|\b(?:as|like) you asked\b|\bthe (?:deferral|change|split) you asked for\b")
 _REQUEST_TO = _rx(r"\b(your|the) request to (?!(?:a|an|the|my|our|your|us|me)\b).*?(?=\b(?:has|have|is|was|will)\b)")
