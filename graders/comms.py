@@ -650,12 +650,24 @@ _HEDGE_AFTER = re.compile(r"^(?:\s*(?:or so|or thereabouts|-ish|ish)\b|\s*\(?(?:
                           re.I)
 
 
+#: A bare bound before an amount (``under``, ``below``, ``less than``): a hedge from below when the amount is round.
+_UNDER = re.compile(r"\b(?:under|below|less than)\s*$", re.I)
+
+
+def _round(written: str) -> bool:
+    """Whether an amount as written ends in a zero (``0.300``, ``£200``, ``¥5,000``): a round figure."""
+    digits = re.sub(r"\D", "", written)
+    return len(digits) > 1 and digits.endswith("0")
+
+
 def _hedge(text: str, start: int, end: int) -> str | None:
     """How the amount at ``text[start:end]`` is hedged: ``either``, ``below`` (the true amount is at most it),
     ``above``, or None when it is stated as exact."""
     m = _HEDGE_BEFORE.search(text, max(0, start - 40), start)
     if m is not None:
         return next(k for k in ("either", "below", "above") if m.group(k))
+    if _UNDER.search(text, max(0, start - 12), start) and _round(text[start:end]):
+        return "below"  # "each payment would be under KWD 0.300": a round bound, honest when just under it
     return "either" if _HEDGE_AFTER.search(text[end:end + 20]) else None
 
 
@@ -665,7 +677,9 @@ def _hedged_range(value: Decimal, decimals: int, hedge: str, *, round_figure: bo
     €123.50`` to the ten cents), within a tenth of it, on the side the hedge says."""
     if not round_figure:
         unit = Decimal(1).scaleb(-decimals)
-    elif decimals:  # ``roughly €123.50`` is to the ten cents: the zeros that end the decimals widen it too
+    elif decimals and value != value.to_integral_value():
+        # ``roughly €123.50`` is to the ten cents: the zeros that end the decimals widen it too (``$80.00`` is a
+        # whole amount: to the ten dollars, as ``$80`` is)
         digits, zeros = value.as_tuple().digits, 0
         while zeros < decimals - 1 and len(digits) > zeros and digits[-1 - zeros] == 0:
             zeros += 1
@@ -864,7 +878,7 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
             if _THROUGH.search(before) and known.has_day_month(*_next_day(month, day)):
                 continue  # "from 1 January to 19 April": up to the day before a known one
             if "instalment_days" not in held:  # an instalment's day, found without reading every record
-                held["instalment_days"] = {(d.month, d.day) for _c, _m, days in _instalments(episode, plans, held)
+                held["instalment_days"] = {(d.month, d.day) for _c, _m, days, _f in _instalments(episode, plans, held)
                                            for d in days}
             if (month, day) not in held["instalment_days"] and not known.has_day_month(month, day):
                 spans = _spans_in(text) if spans is None else spans
@@ -1037,7 +1051,8 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
 #: What joins an amount to the date it is said to fall on (``£312.28 on 1 August 2025``, ``₩137,772, is due on
 #: Tuesday, 5 May 2026``, ``$354.82, collected on Monday 14 July``, ``£78.69 has been overdue since 5 March``).
 _PAIRED = re.compile(r"\s*,?\s*(?:(?:instalment|installment|payment)\s+)?(?:(?:that|which)\s+)?"
-                     r"(?:(?:is|are|was|were|will be|falls?|fell|has been|had been)\s+)?(?:(?:then|now|still)\s+)?"
+                     r"(?:(?:is|are|was|were|will be|falls?|fell|has been|had been|stays?|remains?)\s+)?"
+                     r"(?:(?:(?P<now>now|still)|then)\s+)?"
                      r"(?:(?:due|collected|taken|drafted|debited|payable|overdue|outstanding|unpaid)\s+)?"
                      r"(?:on|since)\s+(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?(?:the\s+)?", re.I)
 #: A day and month, with or without a year: the date an amount is paired with.
@@ -1055,7 +1070,7 @@ _COUNT_BEFORE = re.compile(rf"\b(?P<n>\d{{1,2}}|{_WORD_NUMBER})\s+$", re.I)
 #: Words before a count that make it a part of what is left, or another time's count (``the next two remaining
 #: payments``, ``two of the remaining payments``, ``you had eight payments left``).
 _NOT_ALL_LEFT = re.compile(r"\b(?:first|last|next|final|of|had|was|were|would|previously|before|originally|"
-                           r"then|only)\s+(?:the\s+|your\s+)?$", re.I)
+                           r"then|only|other)\s+(?:the\s+|your\s+)?$", re.I)
 
 
 def _count_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[str, str]]:
@@ -1187,7 +1202,10 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
             minor = int(value.scaleb(exponent(cur)).to_integral_value())
             if Decimal(minor).scaleb(-exponent(cur)) != value:
                 continue
-            mine = [(minors, days) for c, minors, days in _instalments(episode, plans, held) if c == cur]
+            now = joined.group("now") is not None or "stay" in joined.group(0).lower() \
+                or "remain" in joined.group(0).lower()  # "stays on 31 May", "is now due on": the end state's
+            mine = [(minors, days) for c, minors, days, final in _instalments(episode, plans, held)
+                    if c == cur and (final or not now)]
             if not any(minor in minors for minors, _d in mine):
                 continue  # not an instalment's amount: a fee's, a total, a quote; the amount check reads it
             dated = [minors for minors, days in mine if any(map(on, days))]
@@ -1203,24 +1221,24 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
 
 
 def _instalments(episode: Any, plans: Sequence[Any], held: dict[str, Any]) -> list[tuple[str, set[int],
-                                                                                        tuple[date, date]]]:
+                                                                                        tuple[date, date], bool]]:
     """:func:`_instalments_seen`, read once per episode into ``held``."""
     if "instalments" not in held:
         held["instalments"] = _instalments_seen(episode, plans)
     return held["instalments"]
 
 
-def _instalments_seen(episode: Any, plans: Sequence[Any]) -> list[tuple[str, set[int], tuple[date, date]]]:
+def _instalments_seen(episode: Any, plans: Sequence[Any]) -> list[tuple[str, set[int], tuple[date, date], bool]]:
     """Each instalment of the target's plans before and after the episode: its currency, its amount, what is owed
-    on it and what was paid (minor units), and its due and collection dates."""
+    on it and what was paid (minor units), its due and collection dates, and whether it is the end state's."""
     out = []
-    for state in (episode.initial_state, episode.final_state):
+    for final, state in enumerate((episode.initial_state, episode.final_state)):
         for plan in plans:
             version = state.get("plans", plan.id)
             for inst in (version.instalments if version is not None else ()):
                 owed = inst.amount.minor - inst.paid_amount.minor
                 out.append((version.currency, {inst.amount.minor, owed, inst.paid_amount.minor},
-                            (inst.due_date, inst.draft_date)))
+                            (inst.due_date, inst.draft_date), bool(final)))
     return out
 
 
@@ -1306,8 +1324,8 @@ def _wrong_weekdays(text: str) -> list[tuple[str, str, str]]:
 _ANY_WEEKDAY = re.compile(r"\b(?:mon|tue|wed|thu|fri|sat|sun)", re.I)
 
 
-def _wrong_weekdays_of_days(text: str, instalments: Callable[[], Sequence[tuple[str, set[int], tuple[date, date]]]]
-                            ) -> list[tuple[str, str, str]]:
+def _wrong_weekdays_of_days(text: str, instalments: Callable[[], Sequence[tuple[str, set[int], tuple[date, date],
+                                                                                bool]]]) -> list[tuple[str, str, str]]:
     """As :func:`_wrong_weekdays`, for the dates written without a year whose year the customer's instalments give
     (one instalment is due or collected on that day and month, before or after the episode): ``Friday 12 June``
     when 12 June 2025 is a Thursday."""
@@ -1319,7 +1337,7 @@ def _wrong_weekdays_of_days(text: str, instalments: Callable[[], Sequence[tuple[
         for found in (_WEEKDAY_BEFORE.search(text, max(0, at - 20), at), _WEEKDAY_AFTER.search(text[end:end + 24])):
             if found is None:
                 continue
-            years = {d.year for _c, _m, days in instalments() for d in days if d.month == month and d.day == day}
+            years = {d.year for _c, _m, days, _f in instalments() for d in days if d.month == month and d.day == day}
             if len(years) != 1:
                 break
             stated = next(d for d in _WEEKDAYS if d.startswith(found.group("wd").lower()[:3]))

@@ -707,6 +707,66 @@ class TestClaimsReadInContext:
         assert not self.claims_pass(text, final=moved)
 
 
+class TestThirdRoundReadings:
+    """Readings a third held-out round asked for: rules, imperatives, conditions after a P.S., the schedule as it
+    stands, and acts said in other words; each in both directions."""
+
+    def claims_pass(self, text: str, **kw) -> bool:
+        kw.setdefault("tool", "finish")
+        return check(communications(say(text, **kw), figures=False), "comms:claims").passed
+
+    def test_true_readings(self) -> None:
+        s = world()
+        moved = _with_plan(s, due_date=date(2026, 5, 20), draft_date=date(2026, 5, 20))
+        moved = put(moved, attrs.evolve(moved.get("plans", "pln_1"), due_day_changes=1))
+        for text in ("Paid instalments can't be moved, so January to March are unchanged.",
+                     "P.S. When a month-end lands on a weekend, your due date stays the same.",
+                     "Before the change your instalments were due on the 15th.",
+                     "No amounts have changed.",
+                     "Ask for the due day to be moved to the 20th."):
+            assert self.claims_pass(text, final=moved), text
+        assert self.claims_pass("At the moment your balance is spread over nine monthly payments.")
+
+    def test_false_readings(self) -> None:
+        s = world()
+        resplit = _with_plan(s, amount=usd("90.00"))
+        assert not self.claims_pass("No amounts have changed.", final=resplit)
+        assert not self.claims_pass("Your instalments were due on the 10th before the change.")
+        for text in ("What I've done instead is pass your case to a senior member of the billing team.",
+                     "I've taken care of the $15.00 late fee.",
+                     "Given your history, I've had the late fee removed.",
+                     "I've set that payment aside so it is collected with your final instalment.",
+                     "I've noted the change on your plan.",
+                     "I've sent a verification request to you by email.",
+                     "The first of these has already been collected today."):
+            assert not self.claims_pass(text), text
+        assert not self.claims_pass("Until then your instalments stay as they are.", final=resplit)
+
+    def test_acts_borne_out(self) -> None:
+        assert self.claims_pass("What I've done instead is pass your case to a senior member of the billing team.",
+                                tool="escalate", outcome="escalate")
+        assert self.claims_pass("I've sent a verification request to you by email.", tool="request_information",
+                                outcome="request_info")
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Split into twelve, each payment would be under $80.00.", True),  # 900.00 / 12 = 75.00: under a round bound
+        ("Split into twelve, each payment would be under $3.00.", False),
+        ("Left your other eight unpaid instalments as they were.", True),   # the others: a part of what is left
+        ("Left your eight unpaid instalments as they were.", False),
+    ])
+    def test_bounds_and_counts(self, text: str, ok: bool) -> None:
+        assert check(communications(say(text, tool="finish"), claims=()), "comms:figures").passed is ok, text
+
+    def test_a_figure_said_to_stay_is_the_end_states(self) -> None:
+        s = world()
+        raised = _with_plan(s, amount=usd("110.00"))
+        # 100.00 on 15 May is the start's pairing: "stays" says it is so now
+        assert not check(communications(say("Your May instalment of $100.00 stays on 15 May 2026.", tool="finish",
+                                            final=raised), claims=()), "comms:figures").passed
+        assert check(communications(say("Your May instalment of $110.00 stays on 15 May 2026.", tool="finish",
+                                        final=raised), claims=()), "comms:figures").passed
+
+
 class TestDatesWithoutAYearAndTotals:
     """A date written without its year is a day of the customer's (or set aside, or a span's end); the next, the
     first new and the last instalment's figures are theirs; a total of the instalments left is their sum."""
