@@ -481,9 +481,14 @@ def _sentences(text: str) -> Iterator[str]:
 _CUT = _rx(r"(?=[\s;:,()])(?:\s*;\s+|:\s+|"
            r"\s+[—–-]\s+(?!(?:twice|two times|again|including|even|as well as|along with)\b)|"
            r",\s+(?=(?:but|so|and|which|who|while|though|although|meaning|since)\b)|\s+but\s+|\s+and,\s+|"
+           # a comma splice whose next clause has a subject of its own ("I've waived the fee, it won't be charged")
+           r",\s+(?=(?:it|this|that|there|they|nothing|none)(?:'s|'ll|\s+(?:will|won't|would|wouldn't|is|isn't|"
+           r"was|wasn't|has|hasn't|does|doesn't|can|can't|cannot|should|shouldn't|needs?|remains?|stays?|"
+           r"further|else|more|is)\b))|"
            r"\s+so\s+(?=(?:i|we|your|the|nothing|it|you|that|there|no|none|any|they|he|she|our|a|an|someone|"
            r"everything)\b)|"
            r"(?<!ahead)\s+and\s+(?=(?:also\s+)?(?:i|i've|we|we've|your|the|nothing|none|no|it's|it is|moved|set|"
+           r"there|this|that|they|you|you'll|you've|it will|it won't|it has|it wasn't|it isn't|"
            r"waived|removed|"
            r"cancelled|refunded|applied|stopped|deferred|split|marked)\b)|\s*\((?=[^)]*\))|\)\s*)")
 
@@ -531,6 +536,11 @@ def clauses(text: str) -> Iterator[tuple[str, str | None]]:
         yield from _sentence_clauses(sentence)
 
 
+#: A phrase that opens a sentence with what the rest leaves out ("Except for your new schedule, nothing ...").
+_LEADING_EXCEPTIVE = _rx(r"^\W*(?:except(?:\s+for)?|excluding|apart from|aside from|other than|besides|but for|"
+                         r"with the exception of)\b[^,;]*$")
+
+
 @functools.lru_cache(maxsize=8192)
 def _sentence_clauses(sentence: str) -> tuple[tuple[str, str | None], ...]:
     """The clauses of one sentence (see :func:`clauses`); kept per process, as agents repeat their sentences."""
@@ -543,12 +553,20 @@ def _sentence_clauses(sentence: str) -> tuple[tuple[str, str | None], ...]:
         imposed = "history"  # "10 November 2025: that fee was waived": a line of the account's history
     sentence = _FIGURE_ASIDE.sub("", sentence)  # "the instalment due on 24 April (¥9,229) has been ..."
     out = []
+    scope = ""  # a leading exceptive phrase ("Except for your new schedule,"): it scopes the clause after it
     for part in _CUT.split(_carry(_CONCESSION.sub(r"\1; ", sentence))):
         if not part or not part.strip(" .,!"):
+            continue
+        if scope:
+            part, scope = f"{scope}, {part.strip()}", ""
+        elif _LEADING_EXCEPTIVE.search(part):
+            scope = part.strip()
             continue
         if imposed is None and _SENTENCE_CONDITION.search(part):
             imposed = "conditional"
         out.append((part.strip(), imposed))
+    if scope:
+        out.append((scope, imposed))
     return tuple(out)
 
 

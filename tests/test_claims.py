@@ -262,3 +262,27 @@ def test_a_schedule_said_to_be_collected_anew_is_checked() -> None:
     """'Your balance is now being collected over 18 payments' is a change said done: false when nothing changed."""
     text = "Sorted: your balance is now being paid across 18 smaller monthly payments."
     assert not claims_pass(said(text))
+
+
+@pytest.mark.parametrize("text", [
+    "I have waived the late fee and there is nothing more to pay on it.",
+    "I've waived the fee and you won't see it on your next statement.",
+    "The fee has been waived and this won't be charged again.",
+    "I have waived the $15.00 fee, it will not be collected.",
+    "Your fee was waived, nothing further is owed for it.",
+    "I removed the late fee and they won't charge it.",
+])
+def test_a_negation_in_a_clause_of_its_own_does_not_deny_the_act_before_it(text: str) -> None:
+    """An act followed by a clause with a subject and a negation of its own ("..., it will not be collected") is said
+    done: true once the fee is waived, false while it is open."""
+    assert claims_pass(said(text, final=waived()))
+    assert not claims_pass(said(text))
+
+
+@pytest.mark.parametrize("text", [
+    "Except for your new payment schedule, nothing has changed on your policy.",
+    "I split your balance into three; apart from that, nothing else has changed.",
+])
+def test_a_leading_exceptive_scopes_the_negation_after_it(text: str) -> None:
+    """'Except for X, nothing has changed' says nothing of X: true after a split into three."""
+    assert claims_pass(said(text, final=split_in_three()))
