@@ -489,6 +489,8 @@ _CUT = _rx(r"(?=[\s;:,()])(?:\s*;\s+|:\s+|"
            r"everything)\b)|"
            r"(?<!ahead)\s+and\s+(?=(?:also\s+)?(?:i|i've|we|we've|your|the|nothing|none|no|it's|it is|moved|set|"
            r"there|this|that|they|you|you'll|you've|it will|it won't|it has|it wasn't|it isn't|"
+           # a second predicate of the same subject, negated ("the fee is waived and won't appear again")
+           r"won't|will not|will no longer|isn't|is not|doesn't|does not|no longer|never|"
            r"waived|removed|"
            r"cancelled|refunded|applied|stopped|deferred|split|marked)\b)|\s*\((?=[^)]*\))|\)\s*)")
 

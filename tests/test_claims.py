@@ -271,6 +271,8 @@ def test_a_schedule_said_to_be_collected_anew_is_checked() -> None:
     "I have waived the $15.00 fee, it will not be collected.",
     "Your fee was waived, nothing further is owed for it.",
     "I removed the late fee and they won't charge it.",
+    "Done! The fee is waived and won't appear on your next statement.",
+    "Your late fee of $15.00 has been waived and will no longer be charged.",
 ])
 def test_a_negation_in_a_clause_of_its_own_does_not_deny_the_act_before_it(text: str) -> None:
     """An act followed by a clause with a subject and a negation of its own ("..., it will not be collected") is said
