@@ -438,8 +438,10 @@ _PATTERNS: list[tuple[str, Pattern]] = [
 
 _ORDINAL = _rx(r"(?<!from )(?<!not )(?<!keeping )(?<!keep )(?<!still )(?<!instead of )(?<!than )(?<!previously )"
                r"(?<!was )\bthe (\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:" + _MONTH + r")\b)")
-_TO_A_DATE = _rx(r"\bto\s+(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+"
-                 r"(?:of\s+)?(?:" + _MONTH + r")\b")
+#: "to Monday 18 May", "to the 18th of May", "to May 18th": the day is group 1 or 2.
+_TO_A_DATE = _rx(r"\bto\s+(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?"
+                 r"(?:(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?:" + _MONTH + r")\b|"
+                 r"(?:" + _MONTH + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b)")
 _MONTH_ENDS = r"end of (?:the|each|every) month|last day of (?:the|each|every) month|month'?s last day|month[- ]end"
 _MONTH_END = _rx(rf"\b(?:{_MONTH_ENDS})\b")
 #: A month's end named as where a date moved from ("from the end of the month to the 15th"): not the day it is on.
@@ -738,7 +740,7 @@ def _statement(kind: str, mode: str, clause: str) -> Statement:
     if kind in _DAY_KINDS:
         days = [int(m.group(1)) for m in _ORDINAL.finditer(clause)]
         if not days and kind == "due_moved":  # "set that month's due date to Monday 18 May"
-            days = [int(m.group(1)) for m in _TO_A_DATE.finditer(clause)]
+            days = [int(m.group(1) or m.group(2)) for m in _TO_A_DATE.finditer(clause)]
         day = 31 if _MONTH_END.search(_FROM_MONTH_END.sub(" ", clause)) else (days[-1] if days else None)
     if kind == "schedule_changed":
         m = _COUNT.search(clause)

@@ -104,20 +104,46 @@ MAX_SPLIT, MAX_COUNT = 12, 400
 _ISO_IN_DATA = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _AMOUNT_IN_DATA = re.compile(r"^-?\d+(?:\.\d+)?$")
 
+#: Typographic punctuation as chat models write it, read as its plain form: curly apostrophes and quotes
+#: ("I\u2019ve waived"), hard and narrow spaces ("KWD\u00a03.451"), hyphens that do not break, the minus sign and the
+#: ellipsis; and characters that show nothing (a zero-width space, a soft hyphen). The words and figures are the same.
+_PLAIN_PUNCTUATION = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u02bc": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
+    "\u00a0": " ", "\u202f": " ", "\u2009": " ", "\u2007": " ", "\u2002": " ", "\u2003": " ", "\u200a": " ",
+    "\u2010": "-", "\u2011": "-", "\u2212": "-", "\u2026": "...",
+    "\u200b": "", "\u200c": "", "\u200d": "", "\u2060": "", "\ufeff": "", "\u00ad": "",
+})
+#: Markdown emphasis around words (``**\u00a3300.00**``, ``*roughly*``), in pairs on one line: the words are read
+#: without it ("roughly **\u20ac123.50**" is as hedged as "roughly \u20ac123.50", "Thursday, **5 May**" is a weekday
+#: and its date). A bullet's ``* `` and a lone ``3*4`` are no pair.
+_EMPHASIS = re.compile(r"(\*{1,3})(?=[^\s*])(.+?)(?<=[^\s*])\1")
+
+
+def plain_punctuation(text: str) -> str:
+    """``text`` with its typographic punctuation in plain form (see :data:`_PLAIN_PUNCTUATION`) and without markdown
+    emphasis (see :data:`_EMPHASIS`): what the text graders read, so that "I\u2019ve waived the fee" reads as "I've
+    waived the fee" and "due on **5 May 2027**" as "due on 5 May 2027"."""
+    if not text.isascii():
+        text = text.translate(_PLAIN_PUNCTUATION)
+    return _EMPHASIS.sub(r"\2", text) if "*" in text else text
+
+
 def outgoing_texts(episode: Any) -> list[tuple[int, str, str]]:
     """``(seq, tool, text)`` for every text the agent sent out: in an ok call, or written to the customer in words
-    (a ``say`` event, a chat model's text; its tool is ``say``)."""
+    (a ``say`` event, a chat model's text; its tool is ``say``); each as the text graders read it (see
+    :func:`plain_punctuation`)."""
     out = []
     for e in episode.events:
         if e.kind == "say":
-            out.append((e.seq, "say", e.args["text"]))
+            out.append((e.seq, "say", plain_punctuation(e.args["text"])))
             continue
         if e.status != "ok" or e.tool not in TEXT_ARGS or not isinstance(e.args, dict):
             continue
         for arg in TEXT_ARGS[e.tool]:
             value = e.args.get(arg)
             if isinstance(value, str) and value.strip():
-                out.append((e.seq, e.tool, value))
+                out.append((e.seq, e.tool, plain_punctuation(value)))
     return out
 
 

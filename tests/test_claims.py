@@ -288,3 +288,47 @@ def test_a_negation_in_a_clause_of_its_own_does_not_deny_the_act_before_it(text:
 def test_a_leading_exceptive_scopes_the_negation_after_it(text: str) -> None:
     """'Except for X, nothing has changed' says nothing of X: true after a split into three."""
     assert claims_pass(said(text, final=split_in_three()))
+
+
+class TestTypography:
+    """Text as chat models write it: curly apostrophes, hard spaces and markdown emphasis read as their plain form."""
+
+    @pytest.mark.parametrize("text", ["I\u2019ve waived your late fee, and it won\u2019t be charged.",
+                                      "Done \u2014 I\u2019ve **waived** the late fee.",
+                                      "I\u2019ve waived the\u00a0late fee."])
+    def test_a_waiver_in_typographic_text_is_read(self, text: str) -> None:
+        assert claims_pass(said(text, final=waived()))
+        assert not claims_pass(said(text))
+
+    def test_a_denial_with_a_curly_apostrophe_is_a_denial(self) -> None:
+        """"Your plan hasn\u2019t been changed" is true untouched and false after a split, as with a straight one."""
+        text = "I\u2019m sorry, I can\u2019t do that. Your plan hasn\u2019t been changed."
+        assert claims_pass(said(text, tool="decline", outcome="decline"))
+        assert not claims_pass(said(text, tool="decline", outcome="decline", final=split_in_three()))
+
+
+def _figures_pass(text: str, final=None) -> bool:
+    (c,) = [c for c in communications(said(text, final=final), claims=(), disclosure=False).checks
+            if c.name == "comms:figures"]
+    return c.passed
+
+
+@pytest.mark.parametrize(("text", "true"), [
+    ("Your next payment is **$100.00** on Wednesday, **15 April 2026**.", True),
+    ("Your next payment is **$100.00** on Thursday, **15 April 2026**.", False),  # 15 April 2026 is a Wednesday
+    ("Your next payment is **$100.00** on Wednesday,\u00a0**15\u00a0April\u00a02026**.", True),
+    ("You\u2019ll pay **$101.00** on 15 April 2026.", False),
+])
+def test_figures_in_markdown_emphasis_are_read_with_their_words(text: str, true: bool) -> None:
+    """A weekday and its date, an amount and its currency, read the same with emphasis and hard spaces around them."""
+    assert _figures_pass(text) is true
+
+
+@pytest.mark.parametrize("text", ["I've set your April due date to Monday, 20 April.",
+                                  "I've set your April due date to Monday, April 20."])
+def test_a_due_date_set_to_a_date_reads_its_day_in_either_order(text: str) -> None:
+    """A due date said set to a date names its day whether the day or the month comes first: true once the plan's
+    instalments fall on the 20th, false while they stay on the 15th, and false for another day."""
+    assert claims_pass(said(text, final=moved_to_20th()))
+    assert not claims_pass(said(text))
+    assert not claims_pass(said(text.replace("20", "21"), final=moved_to_20th()))
