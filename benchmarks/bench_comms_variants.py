@@ -1,0 +1,127 @@
+"""The communications grader on the labelled corpora rewritten the ways chat models write the same words.
+
+Run from the repository root:
+
+    python benchmarks/bench_comms_variants.py --out benchmarks/results/comms_variants.json
+
+Each rewrite changes how a text is typed, never what it says: curly apostrophes and quotes, hard spaces
+inside amounts and dates, markdown emphasis around figures and dates, contractions spelled out, American
+spelling, amounts without thousands separators, dates written month first. Every text of every corpus
+(``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as rewritten (on the
+scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it), and a verdict that
+moves is a defect of the grader, in either direction:
+
+- a true text that passes as written and fails rewritten (a careful sentence failed for its typography);
+- a false text (a disclosure, a wrong figure, a false claim) caught as written and passed rewritten.
+
+Prints and writes, per rewrite, how many texts it changed and how many verdicts moved, each listed. Exit
+status 1 when any verdict moved, 2 when a corpus entry does not play.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from bench_comms_corpus import ROOT, _revision, comms_checks, load_corpus  # benchmarks/, this script's folder
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_CODES = "USD|EUR|GBP|KWD|BHD|JPY|CHF|CAD|AUD"
+_MONEY = (rf"[$£€¥]\s?\d[\d,]*(?:\.\d+)?|\b(?:{_CODES})\s?\d[\d,]*(?:\.\d+)?|"
+          rf"\b\d[\d,]*(?:\.\d+)?\s?(?:{_CODES})\b")
+_DATE = rf"\b\d{{1,2}}(?:st|nd|rd|th)? (?:{_MONTHS})(?: \d{{4}})?\b"
+_CONTRACTIONS = {"I've": "I have", "I'm": "I am", "won't": "will not", "can't": "cannot", "don't": "do not",
+                 "isn't": "is not", "hasn't": "has not", "haven't": "have not", "it's": "it is",
+                 "you'll": "you will", "you're": "you are", "we've": "we have", "doesn't": "does not"}
+_CONTRACTION = re.compile(r"\b(?:" + "|".join(map(re.escape, _CONTRACTIONS)) + r")\b")
+
+#: Each rewrite: the same words, typed another way.
+REWRITES: dict[str, Callable[[str], str]] = {
+    "curly apostrophes": lambda t: t.replace("'", "\u2019"),
+    "curly quotes": lambda t: re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", t),
+    "hard spaces": lambda t: re.sub(rf"(\d|\b(?:{_CODES}|{_MONTHS})) (?=\d|(?:{_CODES}|{_MONTHS})\b)", "\\1\u00a0", t),
+    "bold figures": lambda t: re.sub(rf"({_MONEY}|{_DATE})", r"**\1**", t),
+    "contractions spelled out": lambda t: _CONTRACTION.sub(lambda m: _CONTRACTIONS[m.group(0)], t),
+    "american spelling": lambda t: t.replace("instalment", "installment").replace("Instalment", "Installment"),
+    "no thousands separators": lambda t: re.sub(r"(?<=\d),(?=\d{3}\b)", "", t),
+    "month first": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})( \d{{4}})?\b",
+                                    lambda m: f"{m.group(2)} {m.group(1)}" + (f",{m.group(3)}" if m.group(3) else ""),
+                                    t),
+}
+
+
+def corpora() -> list[Path]:
+    """Every labelled corpus of the repository."""
+    return sorted((ROOT / "tests" / "fixtures").glob("comms_corpus*.jsonl"))
+
+
+def _failed(checks: list[dict[str, Any]]) -> list[str]:
+    return [c["name"] for c in checks if not c["passed"]]
+
+
+def measure(entries: Iterable[dict[str, Any]], rewrites: dict[str, Callable[[str], str]] = REWRITES,
+            ) -> dict[str, dict[str, Any]]:
+    """Per rewrite: the texts it changed and the verdicts that moved (see the module's docstring)."""
+    scenarios: dict[tuple[str, str], Any] = {}
+    as_written: dict[str, list[str]] = {}
+    out: dict[str, dict[str, Any]] = {name: {"changed": 0, "true_failed": [], "false_passed": []}
+                                      for name in rewrites}
+    for entry in entries:
+        for name, rewrite in rewrites.items():
+            text = rewrite(entry["text"])
+            if text == entry["text"]:
+                continue
+            row = out[name]
+            row["changed"] += 1
+            if entry["id"] not in as_written:
+                as_written[entry["id"]] = _failed(comms_checks(entry, scenarios))
+            before = as_written[entry["id"]]
+            after = comms_checks({**entry, "text": text}, scenarios)
+            if entry["label"] == "true" and not before and _failed(after):
+                row["true_failed"].append({"id": entry["id"], "text": text, "failed": [
+                    {"check": c["name"], "detail": c["detail"]} for c in after if not c["passed"]]})
+            elif entry["label"] != "true" and before and not _failed(after):
+                row["false_passed"].append({"id": entry["id"], "text": text})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, action="append",
+                        help="a labelled corpus (repeatable; default: every tests/fixtures/comms_corpus*.jsonl)")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "comms_variants.json")
+    args = parser.parse_args(argv)
+    paths = args.corpus or corpora()
+    entries = [e for path in paths for e in load_corpus(path)]
+    start = time.perf_counter()
+    try:
+        found = measure(entries)
+    except Exception as exc:  # a scenario that does not load or play: the corpus is wrong, not the grader
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    moved = 0
+    for name, row in found.items():
+        moved += len(row["true_failed"]) + len(row["false_passed"])
+        print(f"{name:<26} {row['changed']:>5} texts rewritten; true texts now failing {len(row['true_failed'])}, "
+              f"false texts now passing {len(row['false_passed'])}")
+        for e in row["true_failed"]:
+            print(f"    true {e['id']}: {e['failed'][0]['detail']}")
+        for e in row["false_passed"]:
+            print(f"    {e['id']}: no longer caught")
+    names = [p.resolve().relative_to(ROOT).as_posix() if p.resolve().is_relative_to(ROOT) else p.name for p in paths]
+    result = {"revision": _revision(), "corpora": names,
+              "entries": len(entries), "wall_s": round(time.perf_counter() - start, 1), "rewrites": found}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"\n{moved} verdict(s) moved; wrote {args.out}")
+    return 1 if moved else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

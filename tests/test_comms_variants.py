@@ -1,0 +1,43 @@
+"""The communications grader reads a text typed the ways chat models type it as it reads the plain text (slow).
+
+Each rewrite of ``benchmarks/bench_comms_variants.py`` changes how a corpus text is typed (curly apostrophes,
+hard spaces, bold figures, contractions spelled out, month-first dates, ...), never what it says: no verdict may
+move, in either direction.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_comms_corpus import load_corpus  # noqa: E402
+from bench_comms_variants import REWRITES, measure  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def test_no_verdict_moves_when_a_text_is_typed_another_way() -> None:
+    entries = load_corpus(ROOT / "tests" / "fixtures" / "comms_corpus_heldout3.jsonl")
+    found = measure(entries)
+    assert all(row["changed"] > 0 for name, row in found.items() if name != "curly quotes"), found
+    moved = {name: (row["true_failed"], row["false_passed"]) for name, row in found.items()
+             if row["true_failed"] or row["false_passed"]}
+    assert not moved, moved
+
+
+def test_each_rewrite_keeps_the_words() -> None:
+    """A rewrite changes only how the text is typed: the plain form of the rewritten text has the same letters and
+    digits as the text (what the grader's reading rests on), but for contractions and spelling, which change words."""
+    import re
+
+    text = "I've moved your $1,005.92 payment from 5 May 2026 to \"the 20th\"; it isn't paid."
+    for name, rewrite in REWRITES.items():
+        out = rewrite(text)
+        assert out != text or name in ("american spelling",), name
+        if name not in ("contractions spelled out", "american spelling", "month first"):
+            assert re.sub(r"[^A-Za-z0-9]", "", out) == re.sub(r"[^A-Za-z0-9]", "", text), (name, out)
