@@ -4,12 +4,13 @@ Run from the repository root:
 
     python benchmarks/bench_comms_variants.py --out benchmarks/results/comms_variants.json
 
-Each rewrite changes how a text is typed, never what it says: curly apostrophes and quotes, hard spaces
+Each rewrite changes how a text is written, never what it says: curly apostrophes and quotes, hard spaces
 inside amounts and dates, markdown emphasis around figures and dates, contractions spelled out, American
-spelling, amounts without thousands separators, dates written month first. Every text of every corpus
-(``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as rewritten (on the
-scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it), and a verdict that
-moves is a defect of the grader, in either direction:
+spelling, amounts without thousands separators, dates month first or as ISO 8601, currency codes for symbols,
+counts in words, "we" for "I", exclamation marks, sentences as bullets, a greeting and a sign-off. Every
+text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
+rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
+and a verdict that moves is a defect of the grader, in either direction:
 
 - a true text that passes as written and fails rewritten (a careful sentence failed for its typography);
 - a false text (a disclosure, a wrong figure, a false claim) caught as written and passed rewritten.
@@ -39,7 +40,14 @@ _DATE = rf"\b\d{{1,2}}(?:st|nd|rd|th)? (?:{_MONTHS})(?: \d{{4}})?\b"
 _CONTRACTIONS = {"I've": "I have", "I'm": "I am", "won't": "will not", "can't": "cannot", "don't": "do not",
                  "isn't": "is not", "hasn't": "has not", "haven't": "have not", "it's": "it is",
                  "you'll": "you will", "you're": "you are", "we've": "we have", "doesn't": "does not"}
+_MONTH_NUMBER = {name: i for i, name in enumerate(_MONTHS.split("|"), 1)}
+_NUMBER_WORDS = dict(zip(map(str, range(2, 13)), ["two", "three", "four", "five", "six", "seven", "eight", "nine",
+                                                  "ten", "eleven", "twelve"], strict=True))
 _CONTRACTION = re.compile(r"\b(?:" + "|".join(map(re.escape, _CONTRACTIONS)) + r")\b")
+
+def _iso(m: re.Match[str]) -> str:
+    return f"{m.group(3)}-{_MONTH_NUMBER[m.group(2)]:02d}-{int(m.group(1)):02d}"
+
 
 #: Each rewrite: the same words, typed another way.
 REWRITES: dict[str, Callable[[str], str]] = {
@@ -50,6 +58,15 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "contractions spelled out": lambda t: _CONTRACTION.sub(lambda m: _CONTRACTIONS[m.group(0)], t),
     "american spelling": lambda t: t.replace("instalment", "installment").replace("Instalment", "Installment"),
     "no thousands separators": lambda t: re.sub(r"(?<=\d),(?=\d{3}\b)", "", t),
+    "dates as ISO 8601": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS}) (\d{{4}})\b", _iso, t),
+    "currency codes for symbols": lambda t: re.sub(r"\$(\d{1,3}(?:,\d{3})*(?:\.\d+)?)", r"USD \1",
+                                                   re.sub(r"£(\d{1,3}(?:,\d{3})*(?:\.\d+)?)", r"\1 GBP", t)),
+    "counts in words": lambda t: re.sub(r"\b(\d{1,2}) (instalments|installments|payments|months)\b",
+                                        lambda m: f"{_NUMBER_WORDS.get(m.group(1), m.group(1))} {m.group(2)}", t),
+    "we for I": lambda t: re.sub(r"\bI've\b", "we've", re.sub(r"\bI have\b", "we have", t)),
+    "exclamation marks": lambda t: re.sub(r"\.(?=\s|$)", "!", t),
+    "sentences as bullets": lambda t: re.sub(r"(?<=[.!])\s+(?=[A-Z])", "\n- ", t),
+    "greeting and sign-off": lambda t: f"Hi there,\n\n{t}\n\nBest regards,\nCustomer Support",
     "month first": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})( \d{{4}})?\b",
                                     lambda m: f"{m.group(2)} {m.group(1)}" + (f",{m.group(3)}" if m.group(3) else ""),
                                     t),

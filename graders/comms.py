@@ -1009,8 +1009,10 @@ def _in_the_past(episode: Any, window: str) -> bool:
 
 
 #: What follows ``last payment`` when it is the plan's last to come (``your last payment on 5 November``), not the one
-#: made most recently.
-_AHEAD = re.compile(r"[\s,]*(?:(?:of\s+)?\S+[\s,]+)?(?:(?:is|will be|falls)\s+)?(?:due\s+)?on\s|\s+due\b", re.I)
+#: made most recently; an amount may come between, with its currency's code (``your last payment, USD 120.51, is
+#: due on``).
+_AHEAD = re.compile(r"[\s,]*(?:(?:of\s+)?(?:(?-i:[A-Z]{3})\s+)?\S+[\s,]+)?(?:(?:is|will be|falls)\s+)?(?:due\s+)?on\s|"
+                    r"\s+due\b", re.I)
 #: Words that put the figures after a named instalment on another one, or on another time (``the next payment
 #: after that``, ``the final payment was``): then nothing is said of it.
 _ELSEWHERE = re.compile(r"\b(?:after|following|then|before|previous|previously|old|originally|would have|was|were|"
@@ -1048,7 +1050,7 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
         cut = _CLAUSE_END.search(window)
         window = window[:cut.start()] if cut else window
         before = text[max(0, m.start() - 12):m.start()]
-        before = before[before.rfind(". ") + 1:]  # this sentence's words only
+        before = before[max(before.rfind(end) for end in (". ", "! ", "? ", "\n")) + 1:]  # this sentence's words only
         if _ELSEWHERE.search(window) or _ELSEWHERE.search(before):
             continue
         # before the episode too, where the sentence says it changed ("your next payment, due 21 April, is deferred")
@@ -1084,8 +1086,10 @@ _PAIRED = re.compile(r"\s*,?\s*(?:(?:instalment|installment|payment)\s+)?(?:(?:t
 #: A day and month, with or without a year: the date an amount is paired with.
 _DAY_MONTH = re.compile(rf"(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\b\.?"
                         rf"|(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(?P<y>\d{{4}})\b)?", re.I)
+#: A date written as ISO 8601 (``2025-08-01``), as the tools give dates.
+_ISO_DATE_AT = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b")
 #: A date that opens a list (``on 12 May, 12 June and 12 July``): an amount then is said of them all, not of one.
-_LIST_NEXT = re.compile(r"\s*(?:,|and|&)\s*(?:\d{1,2}\b|(?:" + _MONTH + r")\b)", re.I)
+_LIST_NEXT = re.compile(r"\s*(?:,|and|&)\s*(?:\d{1,2}\b|\d{4}-\d{2}-\d{2}\b|(?:" + _MONTH + r")\b)", re.I)
 
 
 #: What names the instalments left (``remaining instalments``, ``payments left``); the count is the word before.
@@ -1211,13 +1215,16 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
         joined = _PAIRED.match(text, end)
         if joined is None:
             continue
-        found = _DAY_MONTH.match(text, joined.end())
+        found = _DAY_MONTH.match(text, joined.end()) or _ISO_DATE_AT.match(text, joined.end())
         if found is None or _LIST_NEXT.match(text, found.end()) or _hedge(text, start, end) is not None:
             continue
-        month_name, day = (found.group("m1"), found.group("d1")) if found.group("m1") else \
-            (found.group("m2"), found.group("d2"))
-        month = next(i for pattern, i in _MONTH_NUMBERS if pattern.match(month_name))
-        year = int(found.group("y")) if found.group("y") else None
+        if found.re is _ISO_DATE_AT:  # "£312.28 on 2025-08-01": the date as a tool gives it
+            day, month, year = found.group("d"), int(found.group("mo")), int(found.group("y"))
+        else:
+            month_name, day = (found.group("m1"), found.group("d1")) if found.group("m1") else \
+                (found.group("m2"), found.group("d2"))
+            month = next(i for pattern, i in _MONTH_NUMBERS if pattern.match(month_name))
+            year = int(found.group("y")) if found.group("y") else None
 
         def on(d: date, day: int = int(day), month: int = month, year: int | None = year) -> bool:
             return d.day == day and d.month == month and (year is None or d.year == year)

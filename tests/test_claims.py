@@ -332,3 +332,16 @@ def test_a_due_date_set_to_a_date_reads_its_day_in_either_order(text: str) -> No
     assert claims_pass(said(text, final=moved_to_20th()))
     assert not claims_pass(said(text))
     assert not claims_pass(said(text.replace("20", "21"), final=moved_to_20th()))
+
+
+@pytest.mark.parametrize(("text", "true"), [
+    ("I've waived the late fee! Your next payment is $100.00 on 15 April 2026.", True),
+    ("I've waived the late fee! Your next payment is $100.00 on 15 July 2026.", False),  # the next is April or May
+    ("I've waived the late fee.\n- Your next payment is $100.00 on 15 July 2026.", False),
+    ("Nine payments remain; the last one, USD 100.00, is due on 15 November 2026.", False),  # 15 December
+    ("Nine payments remain; the last one, USD 100.00, is due on 15 December 2026.", True),
+])
+def test_a_figure_said_of_the_next_or_last_instalment_whatever_ends_the_sentence_before(text: str, true: bool) -> None:
+    """The next or last instalment's date is checked after a sentence that ends in '!' or a bullet, and with an amount
+    written with its currency code."""
+    assert _figures_pass(text, final=waived()) is true
