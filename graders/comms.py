@@ -1218,6 +1218,7 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
         found = _DAY_MONTH.match(text, joined.end()) or _ISO_DATE_AT.match(text, joined.end())
         if found is None or _LIST_NEXT.match(text, found.end()) or _hedge(text, start, end) is not None:
             continue
+        year: int | None
         if found.re is _ISO_DATE_AT:  # "£312.28 on 2025-08-01": the date as a tool gives it
             day, month, year = found.group("d"), int(found.group("mo")), int(found.group("y"))
         else:
