@@ -6,8 +6,9 @@ Run from the repository root:
 
 Each rewrite changes how a text is written, never what it says: curly apostrophes and quotes, hard spaces
 inside amounts and dates, markdown emphasis around figures and dates, contractions spelled out, American
-spelling, amounts without thousands separators, dates month first or as ISO 8601, currency codes for symbols,
-counts in words, "we" for "I", exclamation marks, sentences as bullets, a greeting and a sign-off. Every
+spelling, amounts without thousands separators, dates month first, as ISO 8601 or as "the 5th of May", months
+and weekdays abbreviated, ordinal days, currency codes for symbols, counts in words, "we" for "I", "NOT" in
+capitals, exclamation marks, sentences as bullets, a greeting and a sign-off. Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -45,6 +46,14 @@ _NUMBER_WORDS = dict(zip(map(str, range(2, 13)), ["two", "three", "four", "five"
                                                   "ten", "eleven", "twelve"], strict=True))
 _CONTRACTION = re.compile(r"\b(?:" + "|".join(map(re.escape, _CONTRACTIONS)) + r")\b")
 
+_ABBREVIATED = {name: name[:4] if name == "September" else name[:3] for name in _MONTHS.split("|") if name != "May"}
+
+
+def _ordinal(day: str) -> str:
+    n = int(day)
+    return f"{n}{'th' if 11 <= n % 100 <= 13 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def _iso(m: re.Match[str]) -> str:
     return f"{m.group(3)}-{_MONTH_NUMBER[m.group(2)]:02d}-{int(m.group(1)):02d}"
 
@@ -67,6 +76,15 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "exclamation marks": lambda t: re.sub(r"\.(?=\s|$)", "!", t),
     "sentences as bullets": lambda t: re.sub(r"(?<=[.!])\s+(?=[A-Z])", "\n- ", t),
     "greeting and sign-off": lambda t: f"Hi there,\n\n{t}\n\nBest regards,\nCustomer Support",
+    "months abbreviated": lambda t: re.sub(r"\b(" + "|".join(_ABBREVIATED) + r")\b",
+                                           lambda m: _ABBREVIATED[m.group(1)], t),
+    "weekdays abbreviated": lambda t: re.sub(r"\b(Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b",
+                                             lambda m: m.group(1)[:3], t),
+    "ordinal days": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})\b",
+                                     lambda m: f"{_ordinal(m.group(1))} {m.group(2)}", t),
+    "the Nth of the month": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})\b",
+                                             lambda m: f"the {_ordinal(m.group(1))} of {m.group(2)}", t),
+    "negation in capitals": lambda t: re.sub(r"\bnot\b", "NOT", t),
     "month first": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})( \d{{4}})?\b",
                                     lambda m: f"{m.group(2)} {m.group(1)}" + (f",{m.group(3)}" if m.group(3) else ""),
                                     t),

@@ -160,7 +160,7 @@ _NUMBERS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "
                                          "seventeen", "eighteen"])}
 _MONTH = (r"january|february|march|april|may|june|july|august|september|october|november|december|"
           r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
-_DATE = rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTH})\.?,?\s+\d{{4}}|" \
+_DATE = rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})\.?,?\s+\d{{4}}|" \
         rf"(?:{_MONTH})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}/\d{{1,2}}/\d{{4}})\b"
 
 _CONDITION = r"(?:if|once|when|whenever|as soon as|after|provided|providing|unless|until|in case|should you|" \
@@ -216,7 +216,7 @@ _HISTORY = _rx(r"\b(?:last (?:year|month|week|time|term|" + _MONTH + r")|previou
 _HISTORY_WEAK = _rx(r"\b(?:already|earlier|before now)\b")
 _AGENT = _rx(r"\b(?:i|we)(?:'ve| have| had|'d)\b|\b(?:i|we) (?:just|also)\b")
 _WAS_DATED = _rx(rf"(?<!that )(?<!which )\b(?:was|were)\b.*{_DATE}|{_DATE}.*(?<!that )(?<!which )\b(?:was|were)\b|"
-                 rf"^\W*(?:and\s+)?(?:i|we)\s+(?!(?:have|had|will|would|can|could|am|are)\b)[a-z]+ed\b.*\bon\s+{_DATE}")
+                 rf"^\W*(?:and\s+)?(?:i|we)\s+(?!(?:have|had|will|would|can|could|am|are)\b)[a-z]+ed\b.*\bon\s+(?:the\s+)?{_DATE}")
 _TODAY = _rx(r"\btoday\b|\bnow\b|\bjust\b")
 _WILL = _rx(r"\b(?:will|'ll|shall|going to|is to|are to)\b")
 _YOU_ACT = _rx(r"^\W*(?:and\s+|so\s+|but\s+)?(?:you|you've|you'd|you'll)\s+(?:have\s+|had\s+)?(?:already\s+)?"
@@ -439,7 +439,7 @@ _PATTERNS: list[tuple[str, Pattern]] = [
 _ORDINAL = _rx(r"(?<!from )(?<!not )(?<!keeping )(?<!keep )(?<!still )(?<!instead of )(?<!than )(?<!previously )"
                r"(?<!was )\bthe (\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?(?:" + _MONTH + r")\b)")
 #: "to Monday 18 May", "to the 18th of May", "to May 18th": the day is group 1 or 2.
-_TO_A_DATE = _rx(r"\bto\s+(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?"
+_TO_A_DATE = _rx(r"\bto\s+(?:(?:mon|tue|tues|wed|wednes|thu|thur|thurs|fri|sat|satur|sun)(?:day)?\.?,?\s+)?"
                  r"(?:(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?:" + _MONTH + r")\b|"
                  r"(?:" + _MONTH + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b)")
 _MONTH_ENDS = r"end of (?:the|each|every) month|last day of (?:the|each|every) month|month'?s last day|month[- ]end"
@@ -456,8 +456,7 @@ _POSITION = _rx(r"\b(?:to|towards?|on|onto|against)\s+(?:your|the)\s+(next|first
                 r"(?:\w+\s+)?(?:instalments?|installments?|payments?|one)\b")
 _TWICE = _rx(r"\b(?:twice|two times|duplicated?|double[- ]?(?:charged|posted)|a second time)\b")
 _SPECIFIC = _rx(r"\b(?:else|other|others|otherwise|except|excluding|apart from|aside from|besides|but for|beyond|rest|"
-                r"only|already|paid|next|regular|previous|first|last|final|april|"
-                r"may|june|july|august|september|october|november|december|january|february|march|that|this one|"
+                r"only|already|paid|next|regular|previous|first|last|final|" + _MONTH + r"|that|this one|"
                 r"itself|amounts?|balance|total|dates?|due|earlier|made|before)\b|" + _DATE)
 
 
@@ -524,7 +523,7 @@ def _carry(sentence: str) -> str:
 #: so that the clause around it stays whole.
 _FIGURE_ASIDE = re.compile(r"\s*\((?=[^()]{0,12}\d)[^()]{1,30}\)")
 #: A date that labels what follows it (``**10 November 2025**: that fee was waived``): a line of history.
-_DATED_LABEL = _rx(rf"^\W*(?:on\s+)?{_DATE}\W*\s*[:–—-]\s+")
+_DATED_LABEL = _rx(rf"^\W*(?:on\s+)?(?:the\s+)?{_DATE}\W*\s*[:–—-]\s+")
 _LABEL = _rx(r"^\W*(?:your\s+)?(?:request|what you asked(?: for)?|you asked|question|the ask)\s*:")
 _NOT_A_STATEMENT = _rx(r"^\W*(?:what|here's|here is|here are|how|why|where)\b")
 
@@ -725,10 +724,16 @@ def _read_clause(raw: str, imposed: str | None) -> tuple[Statement, ...]:
             continue  # "your instalments have been updated": a schedule, not a due date, unless a day is named
         if kind == "schedule_changed" and _SET_UP_ONCE.search(body):
             continue  # "the currency the plan was set up in": when the plan began, not a change
-        if kind == "payment_applied" and mode == "will":
-            continue  # "the June payment will be collected on ...": a schedule, not a payment posted
+        if kind == "payment_applied" and (mode == "will" or _SCHEDULED_ON.search(body)):
+            continue  # "the June payment will be collected on ...", "is taken on Monday": a schedule, not a payment
         out.append(s)
     return tuple(out)
+
+
+#: A payment said taken on a day in the present simple ("your May payment is taken on Monday, 18 May", "payments are
+#: collected on the 16th"): when payments fall, not a payment posted.
+_SCHEDULED_ON = _rx(r"\b(?:is|are|gets?)\s+(?:usually\s+|normally\s+|always\s+|then\s+)?(?:taken|collected|debited|"
+                    r"drafted|drawn|charged)\s+(?:on|each|every)\b")
 
 
 def _statement(kind: str, mode: str, clause: str) -> Statement:

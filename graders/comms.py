@@ -793,8 +793,8 @@ def _next_day(month: int, day: int) -> tuple[int, int]:
 
 
 #: Words before a date that set it aside (``not 30 July``), and those that make it the inclusive end of a span.
-_SET_ASIDE = re.compile(r"\b(?:not|rather than|instead of)\s+(?:on\s+)?$", re.I)
-_THROUGH = re.compile(r"\b(?:to|until|till|through|thru)\s+$", re.I)
+_SET_ASIDE = re.compile(r"\b(?:not|rather than|instead of)\s+(?:on\s+)?(?:the\s+)?$", re.I)
+_THROUGH = re.compile(r"\b(?:to|until|till|through|thru)\s+(?:the\s+)?$", re.I)
 
 
 #: A digit next to a month's first letters: where a date without its year may be.

@@ -345,3 +345,27 @@ def test_a_figure_said_of_the_next_or_last_instalment_whatever_ends_the_sentence
     """The next or last instalment's date is checked after a sentence that ends in '!' or a bullet, and with an amount
     written with its currency code."""
     assert _figures_pass(text, final=waived()) is true
+
+
+def test_a_payment_taken_on_a_day_in_the_present_is_a_schedule() -> None:
+    """'Your May payment is taken on Mon, 18 May' says when payments fall, not that one was posted."""
+    assert claims_pass(said("Your May payment is taken on Mon, 18 May.", final=moved_to_20th()))
+    assert not claims_pass(said("Your May payment has been taken.", final=moved_to_20th()))
+
+
+@pytest.mark.parametrize("text", ["Your Jan–Mar payments are unaffected.", "Your January to March payments are "
+                                                                           "unaffected."])
+def test_months_named_abbreviated_scope_what_is_said_unchanged(text: str) -> None:
+    """The instalments of named months (abbreviated or not) said unaffected are those months', not all of them."""
+    assert claims_pass(said(text, final=moved_to_20th()))
+
+
+def test_a_line_dated_the_nth_of_a_month_is_history() -> None:
+    """'The 10th of November 2025: that fee was waived' is a line of the account's history, as '10 November 2025:' is:
+    checked against the start (true when the fee was waived then), not against what this episode did."""
+    s0 = world()
+    before = put(s0, attrs.evolve(s0.get("fees", "fee_1"), status="waived", waived_on=date(2025, 11, 10)))
+    for text in ("10 November 2025: that fee was waived.", "The 10th of November 2025: that fee was waived.",
+                 "We waived a late fee for you on the 10th of November 2025."):
+        assert claims_pass(said(text, tool="decline", outcome="decline", initial=before)), text
+        assert not claims_pass(said(text, tool="decline", outcome="decline")), text
