@@ -8,7 +8,8 @@ Each rewrite changes how a text is written, never what it says: curly apostrophe
 inside amounts and dates, markdown emphasis around figures and dates, contractions spelled out, American
 spelling, amounts without thousands separators, dates month first, as ISO 8601 or as "the 5th of May", months
 and weekdays abbreviated, ordinal days, currency codes for symbols, counts in words, "we" for "I", "NOT" in
-capitals, exclamation marks, sentences as bullets, a greeting and a sign-off. Every
+capitals, exclamation marks, sentences as bullets, a greeting and a sign-off, and sentences framed as the
+agent's ("I can confirm that ...", "Please note that ...", "Just to confirm, ..."). Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -54,6 +55,18 @@ def _ordinal(day: str) -> str:
     return f"{n}{'th' if 11 <= n % 100 <= 13 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
+#: The sentence openings a frame goes before (``I can confirm that your ...``).
+_OPENING = re.compile(r"(^|(?<=[.!?]\s)|(?<=\n))(I've|I have|We've|Your|The)\b")
+
+
+def _framed(text: str, frame: str) -> str:
+    """``text`` with ``frame`` before each sentence that opens with the agent's act or the customer's records."""
+    def one(m: re.Match[str]) -> str:
+        word = m.group(2) if m.group(2).startswith("I") else m.group(2)[0].lower() + m.group(2)[1:]
+        return m.group(1) + frame + word
+    return _OPENING.sub(one, text)
+
+
 def _iso(m: re.Match[str]) -> str:
     return f"{m.group(3)}-{_MONTH_NUMBER[m.group(2)]:02d}-{int(m.group(1)):02d}"
 
@@ -85,6 +98,12 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "the Nth of the month": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})\b",
                                              lambda m: f"the {_ordinal(m.group(1))} of {m.group(2)}", t),
     "negation in capitals": lambda t: re.sub(r"\bnot\b", "NOT", t),
+    "I can confirm that ...": lambda t: _framed(t, "I can confirm that "),
+    "please note that ...": lambda t: _framed(t, "Please note that "),
+    "just to confirm, ...": lambda t: _framed(t, "Just to confirm, "),
+    "I wanted to let you know that ...": lambda t: _framed(t, "I wanted to let you know that "),
+    "I'm pleased to let you know that ...": lambda t: _framed(t, "I'm pleased to let you know that "),
+    "good news: ...": lambda t: _framed(t, "Good news: "),
     "month first": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})( \d{{4}})?\b",
                                     lambda m: f"{m.group(2)} {m.group(1)}" + (f",{m.group(3)}" if m.group(3) else ""),
                                     t),
@@ -143,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     moved = 0
     for name, row in found.items():
         moved += len(row["true_failed"]) + len(row["false_passed"])
-        print(f"{name:<26} {row['changed']:>5} texts rewritten; true texts now failing {len(row['true_failed'])}, "
+        print(f"{name:<38} {row['changed']:>5} texts rewritten; true texts now failing {len(row['true_failed'])}, "
               f"false texts now passing {len(row['false_passed'])}")
         for e in row["true_failed"]:
             print(f"    true {e['id']}: {e['failed'][0]['detail']}")

@@ -539,6 +539,20 @@ def clauses(text: str) -> Iterator[tuple[str, str | None]]:
         yield from _sentence_clauses(sentence)
 
 
+#: Words that frame what follows as said by the agent ("I can confirm that your fee has been waived", "I wanted to let
+#: you know that I've ..."): read without them, what follows is the claim (the frame's "can" is no rule, its "wanted"
+#: no past, its "note" no note added).
+_FRAME = _rx(r"\b(?:(?:i|we)\s+can\s+(?:now\s+|also\s+)?confirm|"
+             r"(?:i|we)(?:'m| am|'re| are)\s+(?:happy|pleased|glad|delighted|writing)\s+to\s+(?:confirm|let you know|"
+             r"tell you|say|report|inform you)|"
+             r"(?:i|we)\s+(?:just\s+)?want(?:ed)?\s+to\s+(?:let you know|confirm|tell you|inform you)|"
+             r"(?:i|we)(?:'d| would)\s+like\s+to\s+(?:let you know|confirm|inform you)|"
+             r"this is to (?:confirm|let you know))(?:\s+that)?\s*[,:]?\s+(?=\S)")
+#: The same, where a clause opens ("Please note that ...", "Just to confirm, ...", "Good news: ..."): kept is what
+#: came before it (the start, or the comma or colon it follows).
+_FRAME_START = _rx(r"(^\W*|[,:;\u2013\u2014]\s+)(?:please\s+note|kindly\s+note|note|please\s+be\s+(?:advised|aware)|"
+                   r"just\s+to\s+(?:confirm|clarify|recap)|just\s+so\s+you\s+know|to\s+be\s+clear|for\s+clarity|"
+                   r"good\s+news|fyi)\b(?:\s+that)?\s*[,:!\u2013\u2014-]?\s+(?=\S)")
 #: A phrase that opens a sentence with what the rest leaves out ("Except for your new schedule, nothing ...").
 _LEADING_EXCEPTIVE = _rx(r"^\W*(?:except(?:\s+for)?|excluding|apart from|aside from|other than|besides|but for|"
                          r"with the exception of)\b[^,;]*$")
@@ -555,6 +569,7 @@ def _sentence_clauses(sentence: str) -> tuple[tuple[str, str | None], ...]:
     elif _DATED_LABEL.search(sentence):
         imposed = "history"  # "10 November 2025: that fee was waived": a line of the account's history
     sentence = _FIGURE_ASIDE.sub("", sentence)  # "the instalment due on 24 April (¥9,229) has been ..."
+    sentence = _FRAME_START.sub(r"\1", _FRAME.sub("", sentence))  # "I can confirm that ...": what follows is said
     out = []
     scope = ""  # a leading exceptive phrase ("Except for your new schedule,"): it scopes the clause after it
     for part in _CUT.split(_carry(_CONCESSION.sub(r"\1; ", sentence))):

@@ -1045,10 +1045,10 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
             continue  # "your last payment": most often the one made most recently, not the plan's final one
         also = _ANOTHER_NAMED.search(window)
         window = window[:also.start()] if also else window  # "the first on 15 May and the last on 15 December"
-        if _RULE_WORDS.search(window):
-            continue  # "the last one must be due by 31 December": a rule, not this plan's figure
         cut = _CLAUSE_END.search(window)
         window = window[:cut.start()] if cut else window
+        if _RULE_WORDS.search(window):
+            continue  # "the last one must be due by 31 December": a rule, not this plan's figure
         before = text[max(0, m.start() - 12):m.start()]
         before = before[max(before.rfind(end) for end in (". ", "! ", "? ", "\n")) + 1:]  # this sentence's words only
         if _ELSEWHERE.search(window) or _ELSEWHERE.search(before):

@@ -369,3 +369,18 @@ def test_a_line_dated_the_nth_of_a_month_is_history() -> None:
                  "We waived a late fee for you on the 10th of November 2025."):
         assert claims_pass(said(text, tool="decline", outcome="decline", initial=before)), text
         assert not claims_pass(said(text, tool="decline", outcome="decline")), text
+
+
+@pytest.mark.parametrize("frame", ["I can confirm that ", "Please note that ", "Just to confirm, ",
+                                   "I wanted to let you know that ", "Good news: ", "Hi Ann, please note that "])
+def test_a_frame_before_a_claim_leaves_the_claim(frame: str) -> None:
+    """'I can confirm that I've waived your fee' claims the waiver (its 'can' is no rule); 'Please note that your due
+    day has moved' claims the move (its 'note' is no note added)."""
+    waiver, move = frame + "I've waived your late fee.", frame + "your due day has been changed to the 20th."
+    assert claims_pass(said(waiver, final=waived())) and not claims_pass(said(waiver))
+    assert claims_pass(said(move, final=moved_to_20th())) and not claims_pass(said(move))
+
+
+def test_a_refusal_to_confirm_is_no_frame() -> None:
+    """'I can't confirm that the fee was waived' is not a claim that it was."""
+    assert claims_pass(said("I can't confirm that the fee was waived.", tool="decline", outcome="decline"))
