@@ -8,8 +8,9 @@ Each rewrite changes how a text is written, never what it says: curly apostrophe
 inside amounts and dates, markdown emphasis around figures and dates, contractions spelled out, American
 spelling, amounts without thousands separators, dates month first, as ISO 8601 or as "the 5th of May", months
 and weekdays abbreviated, ordinal days, currency codes for symbols, counts in words, "we" for "I", "NOT" in
-capitals, exclamation marks, sentences as bullets, a greeting and a sign-off, and sentences framed as the
-agent's ("I can confirm that ...", "Please note that ...", "Just to confirm, ..."). Every
+capitals, exclamation marks, sentences as bullets, a greeting and a sign-off, sentences framed as the agent's
+("I can confirm that ...", "Please note that ...", "Just to confirm, ..."), lines hard-wrapped as a plain-text
+e-mail's, Windows line ends, two spaces after a full stop, an emoji before a sentence. Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -27,6 +28,7 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -67,6 +69,11 @@ def _framed(text: str, frame: str) -> str:
     return _OPENING.sub(one, text)
 
 
+def _wrapped(text: str, width: int) -> str:
+    """``text`` hard-wrapped at ``width`` columns, line by line, as a plain-text e-mail is."""
+    return "\n".join(textwrap.fill(line, width) if line.strip() else line for line in text.split("\n"))
+
+
 def _iso(m: re.Match[str]) -> str:
     return f"{m.group(3)}-{_MONTH_NUMBER[m.group(2)]:02d}-{int(m.group(1)):02d}"
 
@@ -104,6 +111,11 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "I wanted to let you know that ...": lambda t: _framed(t, "I wanted to let you know that "),
     "I'm pleased to let you know that ...": lambda t: _framed(t, "I'm pleased to let you know that "),
     "good news: ...": lambda t: _framed(t, "Good news: "),
+    "hard-wrapped at 72 columns": lambda t: _wrapped(t, 72),
+    "hard-wrapped at 50 columns": lambda t: _wrapped(t, 50),
+    "Windows line ends": lambda t: t.replace("\n", "\r\n"),
+    "two spaces after a full stop": lambda t: re.sub(r"([.!?]) (?=[A-Z])", r"\1  ", t),
+    "an emoji before a sentence": lambda t: _OPENING.sub(lambda m: f"{m.group(1)}\u2705 {m.group(2)}", t),
     "month first": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})( \d{{4}})?\b",
                                     lambda m: f"{m.group(2)} {m.group(1)}" + (f",{m.group(3)}" if m.group(3) else ""),
                                     t),

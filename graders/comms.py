@@ -120,12 +120,41 @@ _PLAIN_PUNCTUATION = str.maketrans({
 _EMPHASIS = re.compile(r"(\*{1,3})(?=[^\s*])(.+?)(?<=[^\s*])\1")
 
 
+#: What opens a line of its own (a list item, a heading, a table row, a quote): a line break before it is no wrap.
+_BLOCK_START = re.compile(r"(?:[-*+>\u2022]|\d{1,2}[.)])\s|[|#]")
+#: A line that ends a sentence or opens what follows (``Your new schedule:``): a line break after it is no wrap.
+_LINE_END = (".", "!", "?", ":", ";")
+
+
+def _unwrapped(text: str) -> str:
+    """``text`` with its hard line wraps undone (an e-mail wrapped at 72 columns: ``I've also cancelled your\n
+    remaining instalments``): a line break inside a sentence is read as a space. A break is a wrap when the line
+    before it is long (40 characters or more) or the line after it goes on in lower case, the line before it ends no
+    sentence, and the line after it opens no list item, heading or table row; blank lines, list items and short lines
+    (a greeting, a sign-off, a label) keep their breaks."""
+    lines = text.split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        before, after = out[-1].rstrip(), line.lstrip()
+        if before and after and not before.endswith(_LINE_END) and not _BLOCK_START.match(after) and (
+                len(before) >= 40 or after[0].islower()):
+            out[-1] = f"{before} {after}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def plain_punctuation(text: str) -> str:
-    """``text`` with its typographic punctuation in plain form (see :data:`_PLAIN_PUNCTUATION`) and without markdown
-    emphasis (see :data:`_EMPHASIS`): what the text graders read, so that "I\u2019ve waived the fee" reads as "I've
-    waived the fee" and "due on **5 May 2027**" as "due on 5 May 2027"."""
+    """``text`` with its typographic punctuation in plain form (see :data:`_PLAIN_PUNCTUATION`), without markdown
+    emphasis (see :data:`_EMPHASIS`) and with its hard line wraps undone (see :func:`_unwrapped`): what the text
+    graders read, so that "I\u2019ve waived the fee" reads as "I've waived the fee" and "due on **5 May 2027**" as
+    "due on 5 May 2027"."""
     if not text.isascii():
         text = text.translate(_PLAIN_PUNCTUATION)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\n" in text:
+        text = _unwrapped(text)
     return _EMPHASIS.sub(r"\2", text) if "*" in text else text
 
 

@@ -384,3 +384,14 @@ def test_a_frame_before_a_claim_leaves_the_claim(frame: str) -> None:
 def test_a_refusal_to_confirm_is_no_frame() -> None:
     """'I can't confirm that the fee was waived' is not a claim that it was."""
     assert claims_pass(said("I can't confirm that the fee was waived.", tool="decline", outcome="decline"))
+
+
+@pytest.mark.parametrize(("text", "true_when_waived"), [
+    ("I have not waived the\nlate fee.", False),
+    ("I've also waived your\nlate fee as a courtesy.", True),
+])
+def test_a_hard_wrapped_line_is_read_as_one_sentence(text: str, true_when_waived: bool) -> None:
+    """A line break inside a sentence (a plain-text e-mail wrapped at 72 columns) is read as a space: 'I have not
+    waived the\\nlate fee' is a denial of the waiver, and 'waived your\\nlate fee' a waiver."""
+    assert claims_pass(said(text, final=waived())) is true_when_waived
+    assert claims_pass(said(text, tool="decline", outcome="decline")) is not true_when_waived
