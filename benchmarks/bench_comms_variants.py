@@ -10,7 +10,8 @@ spelling, amounts without thousands separators, dates month first, as ISO 8601 o
 and weekdays abbreviated, ordinal days, currency codes for symbols, counts in words, "we" for "I", "NOT" in
 capitals, exclamation marks, sentences as bullets, a greeting and a sign-off, sentences framed as the agent's
 ("I can confirm that ...", "Please note that ...", "Just to confirm, ..."), lines hard-wrapped as a plain-text
-e-mail's, Windows line ends, two spaces after a full stop, an emoji before a sentence. Every
+e-mail's, Windows line ends, two spaces after a full stop, an emoji before a sentence, semicolons for full
+stops, a heading, the agent's act said in the passive ("the late fee has been waived"). Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -74,6 +75,19 @@ def _wrapped(text: str, width: int) -> str:
     return "\n".join(textwrap.fill(line, width) if line.strip() else line for line in text.split("\n"))
 
 
+#: The agent's act on a named thing (``I've waived the late fee``), said in the passive (``the late fee has been
+#: waived``).
+_PASSIVE = re.compile(r"\b(?:I've|I have|We've|We have) (?:now |also |just )?(waived|moved|split|cancelled|refunded|"
+                      r"deferred|changed|updated|removed|escalated|passed|spread) (the|your) ((?:[a-z]+ ){0,2}?"
+                      r"(fee|instalments?|installments?|payments?|due date|due day|plan|balance|policy|request|"
+                      r"case))\b(?=[.,;!]|\s+(?:to|into|onto|over|for|from|as)\b)")
+
+
+def _passive(m: re.Match[str]) -> str:
+    plural = m.group(4).endswith("s") and m.group(4) != "fee"
+    return f"{m.group(2)} {m.group(3)}{' have' if plural else ' has'} been {m.group(1)}"
+
+
 def _iso(m: re.Match[str]) -> str:
     return f"{m.group(3)}-{_MONTH_NUMBER[m.group(2)]:02d}-{int(m.group(1)):02d}"
 
@@ -116,6 +130,11 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "Windows line ends": lambda t: t.replace("\n", "\r\n"),
     "two spaces after a full stop": lambda t: re.sub(r"([.!?]) (?=[A-Z])", r"\1  ", t),
     "an emoji before a sentence": lambda t: _OPENING.sub(lambda m: f"{m.group(1)}\u2705 {m.group(2)}", t),
+    "semicolons for full stops": lambda t: re.sub(r"\. (I|Your|The|We|This|It)\b",
+                                                  lambda m: "; " + (m.group(1) if m.group(1) == "I" else
+                                                                    m.group(1).lower()), t),
+    "a heading": lambda t: f"## Update on your plan\n\n{t}",
+    "the agent's act in the passive": lambda t: _PASSIVE.sub(_passive, t),
     "month first": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})( \d{{4}})?\b",
                                     lambda m: f"{m.group(2)} {m.group(1)}" + (f",{m.group(3)}" if m.group(3) else ""),
                                     t),

@@ -326,6 +326,11 @@ _PATTERNS: list[tuple[str, Pattern]] = [
     ("deferred", _rx(rf"{_DEFER}\b|\bdeferral\b.{{0,20}}?{_PERFECT}(?:in place|done|arranged|made|set up|applied)\b|"
                      rf"{_WE}(?:arranged|set up|made|applied)\s+(?:the|your|a)\s+deferral\b")),
     # an amount said moved onto the last instalment or the plan's end (money put there is a payment, not this)
+    # the same, said in the passive ("the full amount has been moved onto your final instalment")
+    ("deferred", _rx(r"\b(?:amount|balance|payment|instalment|installment|it|sum)\s+(?:has|have)\s+(?:now\s+|also\s+)?"
+                     r"been\s+(?:moved|added|pushed|shifted|carried|rolled|folded)\b.{0,40}?\b(?:onto|to|on|into)\s+"
+                     r"(?:the\s+(?:very\s+)?end\s+of\s+(?:your|the)\s+(?:plan|schedule|term)|(?:your|the)\s+"
+                     r"(?:final|last)\s+(?:instalment|installment|payment))\b")),
     ("deferred", _rx(rf"{_WE}(?:moved|added|pushed|shifted|carried|rolled|folded)\b"
                      rf"(?!\s+(?:the\s+|your\s+|that\s+|this\s+)?(?:extra|money|over-?payment|payment|funds|credit|"
                      rf"difference|refund|surplus)\b).{{0,40}}?\b(?:onto|to|on|into)\s+"
@@ -616,6 +621,8 @@ _CONTRAST = _rx(r"^\W*(?:rather than|instead of)\b[^,]*,\s*|"
                 r"\s(?:rather than|instead of)\b.*$")
 
 
+#: An act said done in the passive ("has been passed"): what a relative clause after it says is its own.
+_SAID_DONE = _rx(r"\b(?:has|have|was|were)\s+(?:now\s+|also\s+|just\s+|already\s+)?been\s+[a-z]+(?:ed|en|t)\b")
 #: A relative clause's modal after the agent's act ("I've passed it to a colleague who can approve exceptions"): not
 #: the mode of what the clause says.
 _RELATIVE_MODAL = _rx(r"\s(?:(?:who|which|that)\s+|(?:i|we|you|they)\s+)(?:can|could|may|might|must|would|will|"
@@ -709,8 +716,9 @@ def _read_clause(raw: str, imposed: str | None) -> tuple[Statement, ...]:
     body = _CONTRAST.sub("", _UNTIL.sub("", _TRAILING_REASON.sub("", _TRAILING_CONDITION.sub("", clause)))) or clause
     said = _WITH_PAID_ASIDE.sub("", body) or body  # "(including the four you've already paid)" dates nothing
     relative = _RELATIVE_MODAL.search(said)
-    # after the agent's own act only: "the instalment that would have been taken ... won't be" is the clause itself
-    if relative is not None and _AGENT.search(said[:relative.start()]):
+    # after the agent's own act, or an act said done ("your request has been passed to a colleague who can ..."),
+    # only: "the instalment that would have been taken ... won't be" is the clause itself
+    if relative is not None and (_AGENT.search(said[:relative.start()]) or _SAID_DONE.search(said[:relative.start()])):
         mode = _mode(said[:relative.start()], imposed)
     else:
         mode = _mode(said, imposed)

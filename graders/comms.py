@@ -1055,6 +1055,10 @@ _CHANGED = re.compile(r"\b(?:deferred|postponed|moved|changed|replaced|cancell?e
 _CLAUSE_END = re.compile(r"[.!?;(\n](?:\s|$)|\(|\s[-–—]\s|,\s+(?:and|but|so|which|while)\b")
 
 
+#: What ends the words before a named instalment that belong to it: a sentence's end, a line's, a semicolon.
+_OPENERS = (". ", "! ", "? ", "\n", "; ")
+
+
 def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[str, str]]:
     """``(figure as written, why)`` for each amount or date said of the next or the last instalment that is not
     that instalment's (before or after the episode): ``your next payment of €108.85 on 2 June 2026`` fails when
@@ -1079,11 +1083,11 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
         if _RULE_WORDS.search(window):
             continue  # "the last one must be due by 31 December": a rule, not this plan's figure
         before = text[max(0, m.start() - 12):m.start()]
-        before = before[max(before.rfind(end) for end in (". ", "! ", "? ", "\n")) + 1:]  # this sentence's words only
+        before = before[max(before.rfind(end) for end in _OPENERS) + 1:]  # this sentence's (or clause's) words only
         if _ELSEWHERE.search(window) or _ELSEWHERE.search(before):
             continue
         # before the episode too, where the sentence says it changed ("your next payment, due 21 April, is deferred")
-        opened = max(text.rfind(end, 0, m.start()) for end in (". ", "! ", "? ", "\n"))
+        opened = max(text.rfind(end, 0, m.start()) for end in _OPENERS)
         moved = _CHANGED.search(text[opened + 1:m.end()] + window) is not None
         amounts, dates = _instalment_figures(episode, plans, which, before=moved)
         if not amounts:
@@ -1186,9 +1190,8 @@ def _total_errors(episode: Any, plans: Sequence[Any], text: str,
     for value, currency, _decimals, start, end in spans:
         if not (_TOTAL_AFTER.match(text, end) or _TOTAL_BEFORE.search(text, max(0, start - 24), start)):
             continue
-        opened = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n"))
-        closed = min((i for i in (text.find(mark, end) for mark in (". ", "! ", "? ", "\n")) if i >= 0),
-                     default=len(text))
+        opened = max(text.rfind(mark, 0, start) for mark in _OPENERS)
+        closed = min((i for i in (text.find(mark, end) for mark in _OPENERS) if i >= 0), default=len(text))
         sentence = text[opened + 1:closed]
         if not _STILL_TO_PAY.search(sentence) or _PAID_WORDS.search(sentence) or _hedge(text, start, end) \
                 or _A_SHARE.search(text, max(0, start - 30), start):

@@ -395,3 +395,18 @@ def test_a_hard_wrapped_line_is_read_as_one_sentence(text: str, true_when_waived
     waived the\\nlate fee' is a denial of the waiver, and 'waived your\\nlate fee' a waiver."""
     assert claims_pass(said(text, final=waived())) is true_when_waived
     assert claims_pass(said(text, tool="decline", outcome="decline")) is not true_when_waived
+
+
+def test_a_relative_clause_after_an_act_in_the_passive_is_its_own() -> None:
+    """'Your request has been passed to a colleague who can approve it' claims the hand-over (its 'can' is the
+    colleague's): false when nothing was escalated."""
+    text = "Your request has been escalated to a supervisor who can consider an exception."
+    assert not claims_pass(said(text, tool="decline", outcome="decline"))
+
+
+def test_an_amount_said_moved_to_the_final_instalment_in_the_passive_is_a_deferral() -> None:
+    """'The full amount has been moved onto your final instalment' is a deferral to the end, as 'I've moved ...' is."""
+    from graders.claims import read
+
+    assert [(s.kind, s.position) for s in read("The full amount has been moved onto your final instalment.")
+            if s.kind == "deferred"] == [("deferred", "last")]

@@ -40,8 +40,9 @@ def test_each_rewrite_changes_a_text_it_applies_to() -> None:
     its letters and digits."""
     import re
 
-    text = ("I've moved your $1,005.92 payment of 3 payments from Monday 5 January 2026 to \"the 20th\"; it isn't "
-            "paid and is not due. I have noted the instalment 1,234.50 USD.\n\nBest regards")
+    text = ("I've waived the late fee. I've moved your $1,005.92 payment of 3 payments from Monday 5 January 2026 "
+            "to \"the 20th\"; it isn't paid and is not due. I have noted the instalment 1,234.50 USD.\n\n"
+            "Best regards")
     for name, rewrite in REWRITES.items():
         out = rewrite(text)
         assert out != text, name
