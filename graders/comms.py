@@ -114,6 +114,8 @@ _PLAIN_PUNCTUATION = str.maketrans({
     "\u2010": "-", "\u2011": "-", "\u2212": "-", "\u2026": "...",
     "\u200b": "", "\u200c": "", "\u200d": "", "\u2060": "", "\ufeff": "", "\u00ad": "",
 })
+#: Any character :data:`_PLAIN_PUNCTUATION` maps.
+_TYPOGRAPHIC = re.compile("[" + "".join(sorted(map(chr, _PLAIN_PUNCTUATION))) + "]")
 #: Markdown emphasis around words (``**\u00a3300.00**``, ``*roughly*``), in pairs on one line: the words are read
 #: without it ("roughly **\u20ac123.50**" is as hedged as "roughly \u20ac123.50", "Thursday, **5 May**" is a weekday
 #: and its date). A bullet's ``* `` and a lone ``3*4`` are no pair.
@@ -149,7 +151,7 @@ def plain_punctuation(text: str) -> str:
     emphasis (see :data:`_EMPHASIS`) and with its hard line wraps undone (see :func:`_unwrapped`): what the text
     graders read, so that "I\u2019ve waived the fee" reads as "I've waived the fee" and "due on **5 May 2027**" as
     "due on 5 May 2027"."""
-    if not text.isascii():
+    if not text.isascii() and _TYPOGRAPHIC.search(text):  # (most texts with a £ or € hold none of these)
         text = text.translate(_PLAIN_PUNCTUATION)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
