@@ -410,3 +410,11 @@ def test_an_amount_said_moved_to_the_final_instalment_in_the_passive_is_a_deferr
 
     assert [(s.kind, s.position) for s in read("The full amount has been moved onto your final instalment.")
             if s.kind == "deferred"] == [("deferred", "last")]
+
+
+@pytest.mark.parametrize("text", ["Your $100.00 payment went through and covers the instalment due on 15 April.",
+                                  "I've recorded your $100.00 payment against the April instalment."])
+def test_a_payment_said_gone_through_or_recorded_is_a_payment_posted(text: str) -> None:
+    """True once a payment was posted, false when none was."""
+    assert claims_pass(said(text, final=paid()))
+    assert not claims_pass(said(text))
