@@ -344,7 +344,7 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                             rf"\bpayment (?:received|taken|applied)\b|\b(?:take|taken|took)\b.{{0,30}}\bpayment\b|"
                             # "your payment went through", "I've recorded your $100.00 payment"
                             rf"\bpayment\b.{{0,20}}?\b(?:went|has gone|have gone|cleared)\s+through\b|"
-                            rf"{_WE}(?:recorded|logged|received|posted)\s+(?:your|the|a)\s+(?:[^\s.,;]+\s+){{0,2}}?"
+                            rf"{_WE}(?:recorded|logged|received|posted)\s+(?:your|the|a)\s+(?:[^\s;]+\s+){{0,2}}?"
                             rf"payment\b")),
     # a payment said taken from a card, marked paid, collected already, or put towards an instalment by its place
     ("payment_applied", _rx(rf"{_WE}(?:taken|took|collected|charged|debited|drawn|withdrawn)\b.{{0,60}}?\bfrom your "
