@@ -97,7 +97,7 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "curly apostrophes": lambda t: t.replace("'", "\u2019"),
     "curly quotes": lambda t: re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", t),
     "hard spaces": lambda t: re.sub(rf"(\d|\b(?:{_CODES}|{_MONTHS})) (?=\d|(?:{_CODES}|{_MONTHS})\b)", "\\1\u00a0", t),
-    "bold figures": lambda t: re.sub(rf"({_MONEY}|{_DATE})", r"**\1**", t),
+    "bold figures": lambda t: t if "**" in t else re.sub(rf"({_MONEY}|{_DATE})", r"**\1**", t),
     "contractions spelled out": lambda t: _CONTRACTION.sub(lambda m: _CONTRACTIONS[m.group(0)], t),
     "american spelling": lambda t: t.replace("instalment", "installment").replace("Instalment", "Installment"),
     "no thousands separators": lambda t: re.sub(r"(?<=\d),(?=\d{3}\b)", "", t),

@@ -194,8 +194,8 @@ _REQUESTED = _rx(r"\b(?:you(?:'d| would) (?:like|prefer|rather)|you (?:want|want
                  # reported speech: what a note or a message asks for ("notes asking for all fees to be waived")
                  r"\b(?:asking|asks|requesting|instructing|instructs)\s+(?:us\s+|me\s+|you\s+)?(?:for|that|to)\b)")
 #: An instruction to the customer (``Ask for the due day to be moved``, ``Contact us to ...``): asked of them.
-_IMPERATIVE = _rx(r"^\W*(?:please\s+)?(?:ask|request|call|contact|reply|let us know|get in touch|send|make sure|"
-                  r"check|remember|visit|log in|choose|tell|confirm|consider|feel free)\b")
+_IMPERATIVE = _rx(r"^\W*(?:(?:and|or|then)\s+)?(?:please\s+)?(?:ask|request|call|contact|reply|let us know|"
+                  r"get in touch|send|make sure|check|remember|visit|log in|choose|tell|confirm|consider|feel free)\b")
 _AS_ASKED = _rx(r"\b(?:exactly |just )?as (?:you )?(?:asked|requested|wanted|instructed|directed)(?: (?:for|me|us))?\b"
                 r"|\b(?:as|like) you asked\b|\bthe (?:deferral|change|split) you asked for\b")
 _REQUEST_TO = _rx(r"\b(your|the) request to (?!(?:a|an|the|my|our|your|us|me)\b).*?(?=\b(?:has|have|is|was|will)\b)")
@@ -216,7 +216,8 @@ _HISTORY = _rx(r"\b(?:last (?:year|month|week|time|term|" + _MONTH + r")|previou
 _HISTORY_WEAK = _rx(r"\b(?:already|earlier|before now)\b")
 _AGENT = _rx(r"\b(?:i|we)(?:'ve| have| had|'d)\b|\b(?:i|we) (?:just|also)\b")
 _WAS_DATED = _rx(rf"(?<!that )(?<!which )\b(?:was|were)\b.*{_DATE}|{_DATE}.*(?<!that )(?<!which )\b(?:was|were)\b|"
-                 rf"^\W*(?:and\s+)?(?:i|we)\s+(?!(?:have|had|will|would|can|could|am|are)\b)[a-z]+ed\b.*\bon\s+(?:the\s+)?{_DATE}")
+                 rf"^\W*(?:and\s+)?(?:i|we)\s+(?!(?:have|had|will|would|can|could|am|are)\b)[a-z]+ed\b.*\bon\s+(?:the\s+)?"
+                 rf"(?:{_DATE}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})\b|(?:{_MONTH})\s+\d{{1,2}}(?:st|nd|rd|th)?\b)")
 _TODAY = _rx(r"\btoday\b|\bnow\b|\bjust\b")
 _WILL = _rx(r"\b(?:will|'ll|shall|going to|is to|are to)\b")
 _YOU_ACT = _rx(r"^\W*(?:and\s+|so\s+|but\s+)?(?:you|you've|you'd|you'll)\s+(?:have\s+|had\s+)?(?:already\s+)?"
@@ -344,7 +345,7 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                             rf"\bpayment (?:received|taken|applied)\b|\b(?:take|taken|took)\b.{{0,30}}\bpayment\b|"
                             # "your payment went through", "I've recorded your $100.00 payment"
                             rf"\bpayment\b.{{0,20}}?\b(?:went|has gone|have gone|cleared)\s+through\b|"
-                            rf"{_WE}(?:recorded|logged|received|posted)\s+(?:your|the|a)\s+(?:[^\s;]+\s+){{0,2}}?"
+                            rf"{_WE}(?:recorded|logged|posted)\s+(?:your|the|a)\s+(?:[^\s;]+\s+){{0,2}}?"
                             rf"payment\b")),
     # a payment said taken from a card, marked paid, collected already, or put towards an instalment by its place
     ("payment_applied", _rx(rf"{_WE}(?:taken|took|collected|charged|debited|drawn|withdrawn)\b.{{0,60}}?\bfrom your "
@@ -466,7 +467,7 @@ _POSITION = _rx(r"\b(?:to|towards?|on|onto|against)\s+(?:your|the)\s+(next|first
 _TWICE = _rx(r"\b(?:twice|two times|duplicated?|double[- ]?(?:charged|posted)|a second time)\b")
 _SPECIFIC = _rx(r"\b(?:else|other|others|otherwise|except|excluding|apart from|aside from|besides|but for|beyond|rest|"
                 r"only|already|paid|next|regular|previous|first|last|final|" + _MONTH + r"|that|this one|"
-                r"itself|amounts?|balance|total|dates?|due|earlier|made|before)\b|" + _DATE)
+                r"itself|amounts?|balance|total|dates?|due|earlier|made|before|so far|to date)\b|" + _DATE)
 
 
 # -- reading -----------------------------------------------------------------------------------------------

@@ -1176,6 +1176,11 @@ _COUNTED = re.compile(rf"\b(\d{{1,2}}|{_WORD_NUMBER})\s+(?:(?:remaining|outstand
                       rf"(?:instalments|installments|payments)\b", re.I)
 #: Words before an amount that make it a share, not a total (``divided by seven comes to``, ``each comes to``).
 _A_SHARE = re.compile(r"\b(?:divided|split|each|per|apiece|a month|monthly)\b", re.I)
+#: An amount said shared out over the instalments (``comes to 13,427 JPY, shared across your 8 remaining
+#: instalments``): what is added to them, not their total.
+_SHARED_OUT = re.compile(r"[\s,]*(?:and\s+)?(?:(?:is|are|will be|has been|have been)\s+)?"
+                         r"(?:shared|spread|split|divided|added|distributed|allocated)\s+"
+                         r"(?:across|over|between|among|to|onto|into)\b", re.I)
 _PAID_WORDS = re.compile(r"\b(?:paid|made|received|collected so far|so far)\b", re.I)
 
 
@@ -1196,7 +1201,7 @@ def _total_errors(episode: Any, plans: Sequence[Any], text: str,
         closed = min((i for i in (text.find(mark, end) for mark in _OPENERS) if i >= 0), default=len(text))
         sentence = text[opened + 1:closed]
         if not _STILL_TO_PAY.search(sentence) or _PAID_WORDS.search(sentence) or _hedge(text, start, end) \
-                or _A_SHARE.search(text, max(0, start - 30), start):
+                or _A_SHARE.search(text, max(0, start - 30), start) or _SHARED_OUT.match(text, end):
             continue
         stated = {int(n) if n.isdigit() else _number_word(n) for n in _COUNTED.findall(sentence)}
         if not stated:

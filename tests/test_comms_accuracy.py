@@ -40,14 +40,16 @@ def test_each_class_of_wrong_text_is_caught(summary: dict, label: str) -> None:
 
 HELD_OUT = {"first": ROOT / "tests" / "fixtures" / "comms_corpus_heldout.jsonl",
             "second": ROOT / "tests" / "fixtures" / "comms_corpus_heldout2.jsonl",
-            "third": ROOT / "tests" / "fixtures" / "comms_corpus_heldout3.jsonl"}
+            "third": ROOT / "tests" / "fixtures" / "comms_corpus_heldout3.jsonl",
+            "fourth": ROOT / "tests" / "fixtures" / "comms_corpus_heldout4.jsonl"}
 #: The share of each class of wrong text in each held-out corpus that its check catches, at least: what the grader
 #: caught when the corpora were added (first: disclosures 39/39, figures 36/41, claims 37/43; second: 36/36,
-#: 33/40, 35/39; third: 34/35, 29/41, 31/41), less one text. A floor against losing ground, not a target: the
-#: misses are listed in docs/benchmarks.md.
+#: 33/40, 35/39; third: 34/35, 29/41, 31/41; fourth: 56/56, 43/56, 29/56), less one text. A floor against losing
+#: ground, not a target: the misses are listed in docs/benchmarks.md.
 HELD_OUT_FLOOR = {"first": {"disclosure": 38, "figure": 35, "claim": 36},
                   "second": {"disclosure": 35, "figure": 32, "claim": 34},
-                  "third": {"disclosure": 33, "figure": 28, "claim": 30}}
+                  "third": {"disclosure": 33, "figure": 28, "claim": 30},
+                  "fourth": {"disclosure": 55, "figure": 42, "claim": 28}}
 
 
 @pytest.fixture(scope="module", params=list(HELD_OUT))
@@ -57,7 +59,7 @@ def held_out(request: pytest.FixtureRequest) -> tuple[str, dict]:
 
 def test_no_true_text_of_the_held_out_corpora_fails(held_out: tuple[str, dict]) -> None:
     """Every true text of the held-out corpora (replies written as chat models write them, at seeds and by writers
-    the grader had not seen: 218, 216 and 208) passes every comms check."""
+    the grader had not seen: 218, 216, 208 and 224) passes every comms check."""
     _name, summary = held_out
     assert summary["true"]["n"] >= 200
     assert summary["true"]["false_failures"] == 0, summary["true"]["failures"]

@@ -80,7 +80,8 @@ def test_every_scenario_loads_at_its_seeds(suite: str, scenario: str) -> None:
 PROBES = {"probe": ROOT / "tests" / "fixtures" / "comms_corpus_probe.jsonl",
           "held out": ROOT / "tests" / "fixtures" / "comms_corpus_heldout.jsonl",
           "held out, second round": ROOT / "tests" / "fixtures" / "comms_corpus_heldout2.jsonl",
-          "held out, third round": ROOT / "tests" / "fixtures" / "comms_corpus_heldout3.jsonl"}
+          "held out, third round": ROOT / "tests" / "fixtures" / "comms_corpus_heldout3.jsonl",
+          "held out, fourth round": ROOT / "tests" / "fixtures" / "comms_corpus_heldout4.jsonl"}
 
 
 @pytest.mark.parametrize("name", list(PROBES))
