@@ -180,7 +180,8 @@ _TRAILING_CONDITION = _rx(r"\s(?:if|once|when|whenever|as soon as|after|provided
 _UNTIL = _rx(r"\s(?:until|till|up until|up to when)\b.*$")
 _LEADING_REASON = _rx(r"^\W*(?:and\s+)?(?:since|because|as|given that|so that|in order that|to make sure|to ensure)"
                       r"\b(?:[^,]|,(?=\d))*,\s*(?=\S)")
-_TRAILING_REASON = _rx(r",?\s(?:because|since|as (?=(?:your|our|we|i|you)\b)|so that|to make sure|to be safe)\b.*$")
+_TRAILING_REASON = _rx(r",?\s(?:because|since|as (?=(?:your|our|we|i|you)\b)|so that|to make sure|to be safe|"
+                      r"to be sure|to ensure|in order to)\b.*$")
 _MAY = re.compile(r"\bmay\b")  # lower case: "May" is a month
 _HYPOTHETICAL = _rx(r"\b(?:would|could|might|'d(?!\s+(?:paid|had|been)))\b(?!\s+(?:you|i)\b)")
 _COULD_NOT = _rx(r"\bcould(?:n't| not)\b")
@@ -319,7 +320,11 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                           r"in place|live)\b")),
     ("instalments_cancelled", _rx(rf"{_INST}.{{0,40}}?{_PERFECT}(?:cancell?ed|stopped|removed|deleted|written off)\b|"
                                   rf"{_WE}(?:cancell?ed|stopped|removed|deleted)\b.{{0,40}}?{_INST}|"
-                                  rf"{_INST}.{{0,30}}\bwill stop\b")),
+                                  rf"{_INST}.{{0,30}}\bwill stop\b|"
+                                  # the agent's act as a gerund ("I've locked it in by ... stopping the remaining
+                                  # collections")
+                                  rf"{_WE}.{{0,60}}?\b(?:cancell?ing|stopping|removing|deleting)\s+(?:all\s+)?"
+                                  rf"(?:the\s+|your\s+)?(?:(?:remaining|future|monthly|other|outstanding)\s+)*{_INST}")),
     ("collected", _rx(rf"{_INST}.{{0,80}}?\b(?:will|'ll)\s+(?:still\s+|continue to\s+|also\s+)?(?:be\s+)?(?:still\s+)?"
                       rf"(?:collected|taken|charged|debited|drafted)\b|{_INST}.{{0,60}}\bcontinue to be collected\b|"
                       rf"\bno (?:further|more) {_INST}.{{0,30}}\b(?:will|'ll)\b|\bnone of\b.{{0,40}}{_INST}.{{0,20}}"
@@ -420,7 +425,7 @@ _PATTERNS: list[tuple[str, Pattern]] = [
                          rf"removed|deleted|cleared|changed|amended|corrected)\b")),
     ("held", _rx(rf"{_WE}(?:paused|frozen|froze|suspended|halted)\b.{{0,30}}?{_HELD}|"
                  rf"{_WE}(?:put|placed)\s+(?:a\s+)?(?:hold|freeze|stop)\s+on\b.{{0,30}}?{_HELD}|"
-                 rf"{_WE}(?:put|placed)\b.{{0,30}}?{_HELD}.{{0,20}}?\bon hold\b|"
+                 rf"{_WE}(?:put|placed)\b.{{0,30}}?{_HELD}.{{0,40}}?\bon hold\b|"
                  rf"{_HELD}.{{0,40}}?{_PERFECT}(?:paused|frozen|suspended|halted|on hold)\b")),
     ("settled", _rx(r"\b(?:you(?:'re| are)|account(?: is|'s)|plan(?: is|'s))\s+(?:now\s+)?(?:fully\s+|completely\s+|"
                     r"all\s+)?(?:up to date|caught up|paid up|in good standing|all square)\b|"
@@ -1231,7 +1236,10 @@ _WITH_PAID_ASIDE = _rx(r",?\s*[—–-]?\s*\b(?:including|even|as well as|along 
                        r"\s*[—–-]?")
 _WITH_PAID = _rx(r"\b(?:including|even|as well as|along with)\b.{0,40}?\b(?:already\s+)?paid\b|"
                  r"\b(?:already\s+)?paid\b.{0,30}?\b(?:have|has)\s+(?:also\s+)?been\s+(?:moved|changed|updated|"
-                 r"re-?dated|shifted|aligned)\b")
+                 r"re-?dated|shifted|aligned)\b|"
+                 # "I've also moved your four paid instalments", "... your earlier instalments (January to April)"
+                 r"\b(?:moved|changed|updated|re-?dated|shifted|aligned|rescheduled)\s+(?:all\s+)?(?:of\s+)?"
+                 r"(?:your|the)\s+(?:\w+\s+)?(?:paid|earlier|previous|past)\s+(?:instalments|installments|payments)\b")
 _NEVER_HELD = _rx(r"\b(?:fees?|charges?|interest|rates?|penalt(?:y|ies))\b")
 _SCHEDULE_HELD = _rx(r"\b(?:collections?|payments?|instalments?|installments?|direct debits?|debits?|plan|"
                      r"billing)\b")

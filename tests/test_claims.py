@@ -418,3 +418,29 @@ def test_a_payment_said_gone_through_or_recorded_is_a_payment_posted(text: str) 
     """True once a payment was posted, false when none was."""
     assert claims_pass(said(text, final=paid()))
     assert not claims_pass(said(text))
+
+
+def test_paid_instalments_said_moved_are_checked() -> None:
+    """'I've also moved your three paid instalments to the 20th' is false when only the unpaid ones moved."""
+    text = "I've moved your due day to the 20th. I've also moved your three paid instalments to the 20th."
+    assert not claims_pass(said(text, final=moved_to_20th()))
+    assert claims_pass(said("I've moved your due day to the 20th. Your paid instalments keep their dates.",
+                            final=moved_to_20th()))
+
+
+@pytest.mark.parametrize("text", [
+    "I've put your next instalment, due on 15 April 2026, on hold until you hear back from us.",
+    "I've locked this in by marking the plan for payoff and stopping the remaining monthly collections.",
+])
+def test_acts_said_with_a_date_between_or_as_a_gerund_are_read(text: str) -> None:
+    """A hold with the instalment's date between, a cancellation said as 'by ... stopping the collections': false
+    when nothing was held or cancelled."""
+    assert not claims_pass(said(text))
+
+
+def test_a_reason_after_a_denial_does_not_excuse_it() -> None:
+    """'I haven't taken the payment yet, to be sure you aren't charged twice' denies a payment: false once one was
+    posted (the reason's 'twice' is no repeat of the act)."""
+    text = "I haven't taken the payment yet, to be sure you aren't charged twice."
+    assert not claims_pass(said(text, final=paid()))
+    assert claims_pass(said(text, tool="decline", outcome="decline"))
