@@ -500,7 +500,7 @@ _CUT = _rx(r"(?=[\s;:,()])(?:\s*;\s+|:\s+|"
            # a comma splice whose next clause has a subject of its own ("I've waived the fee, it won't be charged")
            r",\s+(?=(?:it|this|that|there|they|nothing|none)(?:'s|'ll|\s+(?:will|won't|would|wouldn't|is|isn't|"
            r"was|wasn't|has|hasn't|does|doesn't|can|can't|cannot|should|shouldn't|needs?|remains?|stays?|"
-           r"further|else|more|is)\b))|"
+           r"further|else|more)\b))|"
            r"\s+so\s+(?=(?:i|we|your|the|nothing|it|you|that|there|no|none|any|they|he|she|our|a|an|someone|"
            r"everything)\b)|"
            r"(?<!ahead)\s+and\s+(?=(?:also\s+)?(?:i|i've|we|we've|your|the|nothing|none|no|it's|it is|moved|set|"

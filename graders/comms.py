@@ -129,11 +129,11 @@ _LINE_END = (".", "!", "?", ":", ";")
 
 
 def _unwrapped(text: str) -> str:
-    """``text`` with its hard line wraps undone (an e-mail wrapped at 72 columns: ``I've also cancelled your\n
-    remaining instalments``): a line break inside a sentence is read as a space. A break is a wrap when the line
-    before it is long (40 characters or more) or the line after it goes on in lower case, the line before it ends no
-    sentence, and the line after it opens no list item, heading or table row; blank lines, list items and short lines
-    (a greeting, a sign-off, a label) keep their breaks."""
+    """``text`` with its hard line wraps undone (an e-mail wrapped at 72 columns, ``I've also cancelled your`` ending
+    one line and ``remaining instalments`` opening the next): a line break inside a sentence is read as a space. A
+    break is a wrap when the line before it is long (40 characters or more) or the line after it goes on in lower
+    case, the line before it ends no sentence, and the line after it opens no list item, heading or table row; blank
+    lines, list items and short lines (a greeting, a sign-off, a label) keep their breaks."""
     lines = text.split("\n")
     out = [lines[0]]
     for line in lines[1:]:
