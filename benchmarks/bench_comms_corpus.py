@@ -28,7 +28,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ def _rate(k: int, n: int) -> str:
     return f"{k / n:.3f}" if n else "n/a"
 
 
-def _revision() -> str:
+def revision() -> str:
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True, check=True)
@@ -174,20 +174,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     entries = load_corpus(args.corpus)
     start = time.perf_counter()
-    try:
-        summary = measure(entries)
-    except Exception as exc:  # a scenario that does not load or play: the corpus is wrong, not the grader
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+    summary = measured(measure, entries)
+    if summary is None:
         return 2
-    result = {"label": args.label, "revision": _revision(), "corpus": str(args.corpus.relative_to(ROOT))
+    result = {"label": args.label, "revision": revision(), "corpus": str(args.corpus.relative_to(ROOT))
               if args.corpus.is_relative_to(ROOT) else str(args.corpus), "entries": len(entries),
               "scenarios": len({(e.get("suite", "scenarios"), e["scenario"]) for e in entries}),
               "wall_s": round(time.perf_counter() - start, 1), **summary}
     print(_table(summary))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"\nwrote {args.out}")
+    write_result(args.out, result)
     return 0
+
+
+def measured(fn: Callable[[list[dict[str, Any]]], Any], entries: list[dict[str, Any]]) -> Any:
+    """``fn(entries)``, or None (the reason printed) when an entry's scenario does not load or play: then the corpus
+    is wrong, not the grader."""
+    try:
+        return fn(entries)
+    except Exception as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def write_result(path: Path, result: dict[str, Any]) -> None:
+    """Write a benchmark's result as indented JSON (its folder made when missing) and say where."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":

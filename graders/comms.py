@@ -146,7 +146,7 @@ def _unwrapped(text: str) -> str:
     return "\n".join(out)
 
 
-def plain_punctuation(text: str) -> str:
+def plain_text(text: str) -> str:
     """``text`` with its typographic punctuation in plain form (see :data:`_PLAIN_PUNCTUATION`), without markdown
     emphasis (see :data:`_EMPHASIS`) and with its hard line wraps undone (see :func:`_unwrapped`): what the text
     graders read, so that "I\u2019ve waived the fee" reads as "I've waived the fee" and "due on **5 May 2027**" as
@@ -163,18 +163,18 @@ def plain_punctuation(text: str) -> str:
 def outgoing_texts(episode: Any) -> list[tuple[int, str, str]]:
     """``(seq, tool, text)`` for every text the agent sent out: in an ok call, or written to the customer in words
     (a ``say`` event, a chat model's text; its tool is ``say``); each as the text graders read it (see
-    :func:`plain_punctuation`)."""
+    :func:`plain_text`)."""
     out = []
     for e in episode.events:
         if e.kind == "say":
-            out.append((e.seq, "say", plain_punctuation(e.args["text"])))
+            out.append((e.seq, "say", plain_text(e.args["text"])))
             continue
         if e.status != "ok" or e.tool not in TEXT_ARGS or not isinstance(e.args, dict):
             continue
         for arg in TEXT_ARGS[e.tool]:
             value = e.args.get(arg)
             if isinstance(value, str) and value.strip():
-                out.append((e.seq, e.tool, plain_punctuation(value)))
+                out.append((e.seq, e.tool, plain_text(value)))
     return out
 
 
