@@ -112,9 +112,12 @@ class Pattern:
     def may_match(self, text: str) -> bool:
         """False only when no match of the expression can be in ``text``."""
         needs = self.needs
-        if needs is None or not text.isascii() and not FOLDS_TO_ASCII.isdisjoint(text):
+        if needs is None:
             return True
-        holds = text.lower().__contains__
+        last = _last_text  # most often the text: a grader asks pattern after pattern about one clause
+        holds = last[1] if last[0] is text else _holds(text)
+        if holds is None:
+            return True
         for branch in needs:
             for strings in branch:
                 if not any(map(holds, strings)):
@@ -142,6 +145,20 @@ class Pattern:
     def findall(self, text: str) -> list[Any]:
         """As :meth:`re.Pattern.findall`."""
         return self.regex.findall(text) if self.may_match(text) else []
+
+
+def _holds(text: str) -> Callable[[str], bool] | None:
+    """Whether ``text``'s lower case holds a string (None: a text searched unfiltered, see
+    :data:`FOLDS_TO_ASCII`), kept as the last text asked about."""
+    global _last_text
+    holds = None if not text.isascii() and not FOLDS_TO_ASCII.isdisjoint(text) else text.lower().__contains__
+    _last_text = (text, holds)  # one tuple, replaced whole: a thread reads a text with its own answer
+    return holds
+
+
+#: The last text :meth:`Pattern.may_match` was given and what :func:`_holds` made of it. The tuple holds the text, so
+#: no other string can take its identity while it is kept.
+_last_text: tuple[str | None, Callable[[str], bool] | None] = (None, None)
 
 
 class _Compiled:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 import pytest
@@ -179,6 +180,22 @@ class TestWhatAMatchNeeds:
         p = compile_pattern(r"\bpast\b", re.I)
         assert p.regex.search("pa\u017ft")
         assert p.may_match("pa\u017ft") and p.search("pa\u017ft")
+
+    def test_each_text_is_read_as_itself_when_patterns_take_turns(self) -> None:
+        """What may_match keeps of the last text it read is that text's own: patterns and texts taking turns, and
+        threads reading at once, each get their own text's answer (the long s fold included)."""
+        fee, past = compile_pattern(r"\bfee\b", re.I), compile_pattern(r"\bpast\b", re.I)
+        texts = ["the FEE stays", "the due date moved", "pa\u017ft due", "".join(["the fee", " stays"])]
+        expected = [(True, False), (False, False), (True, True), (True, False)]
+        for _ in range(3):
+            assert [(fee.may_match(t), past.may_match(t)) for t in texts] == expected
+
+        def read(n: int) -> list[tuple[bool, bool]]:
+            return [(fee.may_match(texts[i % 4]), past.may_match(texts[i % 4])) for i in range(n, n + 2000)]
+
+        with ThreadPoolExecutor(4) as pool:
+            for n, answers in zip(range(4), pool.map(read, range(4)), strict=True):
+                assert answers == [expected[i % 4] for i in range(n, n + 2000)]
 
     def test_folds_to_ascii_is_every_such_character(self) -> None:
         """FOLDS_TO_ASCII is exactly the characters outside ASCII that re matches to an ASCII letter ignoring case,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
+import attrs
 import pytest
 
 from simworld._agents.kinds import build_agent_factory
@@ -77,4 +78,20 @@ class TestCompare:
         found = compare(expected, actual, keys)
         assert found == _whole(expected, actual, keys)
         assert {d["path"].rsplit("/", 1)[1] for d in found[0]} == {"id", "customer_id"}
+        assert projected_size(expected, keys) == found[1]
+
+    def test_a_plan_with_two_instalments_under_one_seq(self) -> None:
+        """Two instalments with one seq project under one path, as the last: the fields counted for a record
+        the two states share are the fields its projection holds, not one per instalment field."""
+        start = _start()
+        plan = next(iter(start.records("plans")))
+        first = plan.instalments[0]
+        twin = attrs.evolve(plan.instalments[1], seq=first.seq)
+        doubled = attrs.evolve(plan, instalments=(first, twin, *plan.instalments[2:]))
+        expected = start.put(doubled)
+        actual = start.put(doubled).put(attrs.evolve(next(iter(start.records("policies"))), status="cancelled"))
+        keys = touched([expected, actual])
+        found = compare(expected, actual, keys)
+        assert found == _whole(expected, actual, keys)
+        assert found[1] == len(project(expected, keys)) < len(project(start, keys))
         assert projected_size(expected, keys) == found[1]

@@ -221,12 +221,50 @@ def projected_size(state: State, keys: Iterable[tuple[str, str]]) -> int:
 
 
 def _size(state: State, table: str, key: str) -> int:
-    """``len(record_paths(state, table, key))``, from each record's own paths (a plan's payments or credits are
-    not merged into one mapping to be counted)."""
+    """``len(record_paths(state, table, key))``, each record's paths counted, not made: most records compared are
+    the start's, the same in both states, and only their number of fields is wanted."""
     if table in _BY_PARENT:
-        return sum(len(memo(sibling, "_paths_" + table, _sibling_paths))
-                   for sibling in state.children(table, _BY_PARENT[table], key))
-    return len(record_paths(state, table, key))
+        name = "_size_" + table
+        return sum([sibling.__dict__.get(name) or memo(sibling, name, _sibling_size)
+                    for sibling in state.children(table, _BY_PARENT[table], key)])
+    record = state.get(table, key)
+    if record is None or key != record.id or table in _SHARED_PATHS:
+        return len(record_paths(state, table, key))
+    return memo(record, "_size_" + table, _own_size)
+
+
+def _sibling_size(record: Any) -> int:
+    """``len(_sibling_paths(record))``, counted."""
+    paths = record.__dict__.get("_paths_" + record.table)
+    if paths is not None:
+        return len(paths)
+    generated = _GENERATED[record.table]
+    return sum([_leaves(v) for k, v in to_json(record).items() if k not in generated])
+
+
+def _own_size(record: Any) -> int:
+    """``len(_own_paths(record, table, record.id))``, counted: one path per leaf, as :func:`_flatten` writes them."""
+    table = record.table
+    paths = record.__dict__.get("_paths_" + table)
+    if paths is not None:
+        return len(paths)
+    data = to_json(record)
+    if table == "plans":
+        instalments = data.pop("instalments")
+        if len({inst["seq"] for inst in instalments}) != len(instalments):  # two under one path: made, then counted
+            return len(_own_paths(record, table, record.id))
+        count = sum([_leaves(v) for inst in instalments for k, v in inst.items() if k not in INSTALMENT_KEYS])
+        return count + _leaves(data)
+    return _leaves(data)
+
+
+def _leaves(value: Any) -> int:
+    """How many paths :func:`_flatten` writes for ``value`` (its field names never hold a ``/``: a record's own)."""
+    if isinstance(value, dict):
+        return sum([_leaves(v) if isinstance(v, (dict, list)) else 1 for v in value.values()])
+    if isinstance(value, list) and value and isinstance(value[0], (list, dict)):
+        return sum([_leaves(v) for v in value])
+    return 1
 
 
 #: Tables whose records are projected under something other than their key (two records can share it).
