@@ -213,3 +213,26 @@ def test_a_broken_solution_is_named_even_when_the_agent_played_another(monkeypat
         episode2 = _reference(sc2, 2, guard)
         with pytest.raises(BrokenSolutionError, match=sc2.solution_files[1]):
             _play_solutions(sc2, 2, guard, episode2)
+
+
+@pytest.mark.parametrize("args", [
+    {"plan_id": "pln_001", "count": 3},
+    {"plan_id": "pln_001", "count": 4},
+    {"count": 3, "plan_id": "pln_001"},
+    {"amount": 2 ** 70},
+    {"amount": -(2 ** 63)},
+    {"text": "caf\u00e9 \ud800"},
+    {"nested": [{"a": [1, 2, None, True]}]},
+])
+def test_a_step_s_arguments_are_the_recorded_ones_as_their_plain_copy_s_bytes(args: dict[str, Any]) -> None:
+    """The quick comparison of a step's exact JSON arguments answers as the plain copy's bytes do, and a value that
+    has no such bytes (an integer past 64 bits, a lone surrogate) is read by the careful copy, never taken as equal."""
+    from simworld._episode.judge import _same_args
+    from simworld._world.actions import plain_value
+
+    recorded = {"plan_id": "pln_001", "count": 3}
+    for exact in (True, False):
+        plain, problem = plain_value(args, "args")
+        expected = problem is None and orjson.dumps(plain) == orjson.dumps(recorded)
+        assert _same_args(args, recorded, exact) is expected, (args, exact)
+        assert _same_args(args, plain, exact) is (problem is None), (args, exact)

@@ -159,6 +159,9 @@ def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step
             or len(events) != len(steps)):
         return False
     variables = dict(episode.variables)
+    # A solution file's arguments and plain variables resolve to exact JSON values: their bytes are their plain
+    # copy's, so they are compared as they are (the recorded arguments passed every limit an action has).
+    exact = _analysed(steps)[1] and all(type(v) in _PLAIN_SCALARS for v in variables.values())
     results: list[Any] = []
     for i, (step, event) in enumerate(zip(steps, events, strict=True)):
         if event.status != "ok" or event.tool != step.tool:
@@ -167,11 +170,22 @@ def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step
             args = resolve_args(step.args, variables, results, f"{where} step {i}")
         except ScenarioError:  # a reference the episode's results do not hold: play the solution, which names it
             return False
-        plain, problem = plain_value(args, "args")
-        if problem is not None or orjson.dumps(plain) != orjson.dumps(event.args):
+        if not _same_args(args, event.args, exact):
             return False
         results.append(event.result)
     return True
+
+
+def _same_args(args: Any, recorded: Any, exact: bool) -> bool:
+    """Whether a solution step's resolved ``args`` are the ``recorded`` arguments of a call, as bytes of their plain
+    copy (``exact``: they are exact JSON values already, see :func:`made_the_calls_of`)."""
+    if exact:
+        try:
+            return orjson.dumps(args) == orjson.dumps(recorded)
+        except TypeError:  # an integer past 64 bits, a lone surrogate: the careful copy says what it is
+            pass
+    plain, problem = plain_value(args, "args")
+    return problem is None and orjson.dumps(plain) == orjson.dumps(recorded)
 
 
 def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None,

@@ -184,6 +184,11 @@ def compare(expected: State, actual: State, keys: Iterable[tuple[str, str]]) -> 
         if _same_group(expected, actual, table, key):
             size += _size(expected, table, key)
             continue
+        if table == "plans":
+            counted = _plan_differing(expected.get(table, key), actual.get(table, key), key, found)
+            if counted is not None:
+                size += counted
+                continue
         e = record_paths(expected, table, key)
         size += len(e)
         _differing(e, record_paths(actual, table, key), found)
@@ -204,6 +209,47 @@ def _differing(expected: Projection, actual: Projection, found: list[tuple[str, 
         x, y = expected.get(p), actual.get(p)
         if x != y:
             found.append((p, x, y))
+
+
+def _plan_differing(expected: Any, actual: Any, key: str, found: list[tuple[str, Any, Any]]) -> int | None:
+    """:func:`_differing` of two plans filed under their own id ``key``, field by field and instalment by instalment
+    (each plan read once, kept on it: an episode's plan is compared with every solution's), appended to ``found``;
+    the number of paths the expected plan projects. None, with nothing appended, where that does not hold (a plan
+    missing, two instalments under one seq, a field that is not a plain value): then the projections are compared."""
+    if expected is None or actual is None or expected.id != key or actual.id != key:
+        return None
+    mine, theirs = memo(expected, "_plan_parts", _plan_parts), memo(actual, "_plan_parts", _plan_parts)
+    if mine is None or theirs is None:
+        return None
+    (own_e, by_seq_e), (own_a, by_seq_a) = mine, theirs
+    _differing(own_e, own_a, found)
+    for seq in by_seq_e.keys() | by_seq_a.keys():
+        x, y = by_seq_e.get(seq, _NO_FIELDS), by_seq_a.get(seq, _NO_FIELDS)
+        if x != y:
+            where = instalment_path(key, seq)
+            found.extend((f"{where}/{k}", x.get(k), y.get(k)) for k in x.keys() | y.keys() if x.get(k) != y.get(k))
+    return len(own_e) + sum(map(len, by_seq_e.values()))
+
+
+#: The fields of an instalment a plan does not have.
+_NO_FIELDS: dict[str, Any] = {}
+
+
+def _plan_parts(plan: Any) -> tuple[Projection, dict[int, dict[str, Any]]] | None:
+    """A plan's projection in two parts: the paths of its own fields, and each instalment's projected fields by
+    seq (its paths lie under :func:`instalment_path`); None when a seq repeats or is not an int, or an instalment's
+    field is not a plain value (then :func:`_own_paths` is the projection)."""
+    data = to_json(plan)
+    by_seq: dict[int, dict[str, Any]] = {}
+    for fields in data.pop("instalments"):
+        seq = fields.pop("seq")
+        del fields["id"]
+        if type(seq) is not int or seq in by_seq or any(isinstance(v, (dict, list)) for v in fields.values()):
+            return None
+        by_seq[seq] = fields
+    own: Projection = {}
+    _flatten(f"plans/{plan.id}", data, own)
+    return own, by_seq
 
 
 def _path(found: tuple[str, Any, Any]) -> str:
