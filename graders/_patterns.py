@@ -17,9 +17,9 @@ import atexit
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -38,7 +38,7 @@ try:
 except ImportError:  # pragma: no cover - an interpreter without them: nothing is filtered
     _sre = _sre_compile = _sre_engine = _sre_parse = None
 
-__all__ = ["FOLDS_TO_ASCII", "Pattern", "compile_pattern"]
+__all__ = ["FOLDS_TO_ASCII", "Pattern", "compile_pattern", "matching"]
 
 #: The characters outside ASCII that an ASCII letter of a pattern matches when case is ignored (dotted and
 #: dotless i, long s, the Kelvin sign), or whose lower case is two characters (dotted capital I): a text holding
@@ -52,6 +52,7 @@ _MAX_SETS, _MAX_BRANCHES = 3, 6
 
 #: What a match needs: any one of the branches; a branch, a string of each of its sets.
 Needs = tuple[tuple[tuple[str, ...], ...], ...]
+K = TypeVar("K")
 
 
 class Pattern:
@@ -116,15 +117,7 @@ class Pattern:
             return True
         last = _last_text  # most often the text: a grader asks pattern after pattern about one clause
         holds = last[1] if last[0] is text else _holds(text)
-        if holds is None:
-            return True
-        for branch in needs:
-            for strings in branch:
-                if not any(map(holds, strings)):
-                    break
-            else:
-                return True
-        return False
+        return holds is None or _held(needs, holds)
 
     def search(self, text: str) -> re.Match[str] | None:
         """As :meth:`re.Pattern.search`."""
@@ -145,6 +138,30 @@ class Pattern:
     def findall(self, text: str) -> list[Any]:
         """As :meth:`re.Pattern.findall`."""
         return self.regex.findall(text) if self.may_match(text) else []
+
+
+def _held(needs: Needs, holds: Callable[[str], bool]) -> bool:
+    """Whether a text (its lower case's ``__contains__``: ``holds``) holds what some branch of ``needs`` needs."""
+    for branch in needs:
+        for strings in branch:
+            if not any(map(holds, strings)):
+                break
+        else:
+            return True
+    return False
+
+
+def matching(pairs: Iterable[tuple[K, Pattern]], text: str) -> list[K]:
+    """``[key for key, pattern in pairs if pattern.search(text)]``, each pattern's needs tested in this one loop
+    (a clause is read for every kind of statement at once)."""
+    last = _last_text
+    holds = last[1] if last[0] is text else _holds(text)
+    found = []
+    for key, pattern in pairs:
+        needs = pattern.needs
+        if (needs is None or holds is None or _held(needs, holds)) and pattern.regex.search(text) is not None:
+            found.append(key)
+    return found
 
 
 def _holds(text: str) -> Callable[[str], bool] | None:

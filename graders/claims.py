@@ -105,7 +105,7 @@ from typing import Any
 
 import attrs
 
-from graders._patterns import Pattern, compile_pattern
+from graders._patterns import Pattern, compile_pattern, matching
 from graders._records import target_records
 from simworld._grading.verdict import Check
 from simworld._world.dates import days_in_month
@@ -735,7 +735,7 @@ def _read_clause(raw: str, imposed: str | None) -> tuple[Statement, ...]:
     if mode == "will" and _TRAILING_CONDITION.search(clause):
         mode = "conditional"  # "the change will take effect once the holder has verified"
     patterns = _PATTERNS if mode not in REVERSED else _PATTERNS + _BASE
-    kinds = list(dict.fromkeys(kind for kind, pattern in patterns if pattern.search(body)))
+    kinds = list(dict.fromkeys(matching(patterns, body)))
     if "followed_note" not in kinds and _PATTERNS_BY_KIND["followed_note"].search(raw):
         kinds.insert(0, "followed_note")  # "As your note asked, ...": the reason is the claim
     for kind, only in _FIRST.items():
