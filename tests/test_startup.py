@@ -9,12 +9,16 @@ import os
 import platform
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from helpers import ROOT, copy_suite
 
+from simworld._agents.kinds import build_agent_factory
+from simworld._running import runner
 from simworld._running.runner import own_code_only, platform_name, run_header, simworld_version
 from simworld._scenario.scenario import load_suite
 from simworld._world import hashing
@@ -63,6 +67,56 @@ class TestOwnCodeOnly:
             sys.path[:] = [p for p in sys.path if p != str(tmp_path)]
             sys.modules.pop("guard_graders", None)
         assert not own_code_only("reference", scenarios)
+
+
+class TestThePublicApiGuardsAsTheCommandDoes:
+    """``run_suite`` with its default ``guard_time``: freezegun for a run with foreign code in it, none for one of
+    simworld's own agents over built-in graders and tools, as ``simworld run`` decides."""
+
+    @staticmethod
+    def _guards(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+        entered: list[bool] = []
+        real = runner.TimeGuard
+
+        class Recording(real):  # type: ignore[misc, valid-type]
+            def __enter__(self) -> Any:
+                entered.append(True)
+                return super().__enter__()
+
+        monkeypatch.setattr(runner, "TimeGuard", Recording)
+        return entered
+
+    @pytest.mark.parametrize("agent", ["reference", "random", "noop", "drift:resplit"])
+    def test_simworlds_own_agents_run_without_freezegun(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        agent: str) -> None:
+        entered = self._guards(monkeypatch)
+        runner.run_suite(load_suite(None, ["waive-small-fee"]), [3], agent, build_agent_factory(agent), tmp_path)
+        assert entered == []
+
+    def test_a_factory_of_your_own_sees_simulated_time_whatever_agent_it_names(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A factory that is not build_agent_factory's own, named as one of simworld's agents: its agent's
+        datetime.now() is the episode's simulated instant."""
+        entered = self._guards(monkeypatch)
+        seen: list[tuple[str, str]] = []
+
+        class Clock:
+            def act(self, observation: Any) -> None:
+                seen.append((datetime.now().isoformat(), observation.now))
+
+        runner.run_suite(load_suite(None, ["waive-small-fee"]), [3], "random", lambda sc, seed, v: Clock(), tmp_path)
+        assert entered == [True]
+        assert seen and seen[0][0] + "Z" == seen[0][1].replace(".000Z", "Z"), seen
+
+    def test_forced_either_way(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """guard_time=True guards an own-code run; the bytes it writes are those of the unguarded run."""
+        entered = self._guards(monkeypatch)
+        scenarios = load_suite(None, ["waive-small-fee", "split-balance-three-ways"])
+        runner.run_suite(scenarios, [3, 4], "random", build_agent_factory("random"), tmp_path / "a")
+        runner.run_suite(scenarios, [3, 4], "random", build_agent_factory("random"), tmp_path / "b", guard_time=True)
+        assert entered == [True]
+        for name in ("results.jsonl", *(f"events/{p.name}" for p in (tmp_path / "a" / "events").iterdir())):
+            assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

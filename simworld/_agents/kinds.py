@@ -22,6 +22,7 @@ import importlib
 import random
 import re
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,25 @@ def _import(target: str, spec: str) -> Any:
     return obj
 
 
+#: The factories :func:`build_agent_factory` made of simworld's own agents (reference, noop, random, drift:,
+#: scripted:), whose agents run only simworld's code (see :func:`is_own_factory`).
+_OWN_FACTORIES: weakref.WeakSet[AgentFactory] = weakref.WeakSet()
+
+
+def _own(factory: AgentFactory) -> AgentFactory:
+    _OWN_FACTORIES.add(factory)
+    return factory
+
+
+def is_own_factory(factory: Any) -> bool:
+    """Whether ``factory`` is one :func:`build_agent_factory` made of simworld's own agents: its agents run no code
+    but simworld's (a factory of your own, whatever agent it names, is foreign code)."""
+    try:
+        return factory in _OWN_FACTORIES
+    except TypeError:  # a factory that cannot be weakly referenced is none of these
+        return False
+
+
 def build_agent_factory(spec: str, *, base_url: str | None = None,
                         openai_options: Mapping[str, Any] | None = None) -> AgentFactory:
     """Turn an ``--agent`` spec into a factory of fresh agents, failing now on a bad spec.
@@ -182,11 +202,11 @@ def build_agent_factory(spec: str, *, base_url: str | None = None,
     temperature, ...), ignored by the other kinds.
     """
     if spec == "reference":
-        return lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/{sc.solution_files[0]}")
+        return _own(lambda sc, seed, v: StepsAgent(sc.solutions[0], v, f"{sc.id}/{sc.solution_files[0]}"))
     if spec == "noop":
-        return lambda sc, seed, v: NoopAgent()
+        return _own(lambda sc, seed, v: NoopAgent())
     if spec == "random":
-        return lambda sc, seed, v: RandomAgent(seed, sc.id)
+        return _own(lambda sc, seed, v: RandomAgent(seed, sc.id))
     kind, _, rest = spec.partition(":")
     if kind == "drift":
         from simworld._agents.drift import DRIFTS, DriftAgent
@@ -194,7 +214,7 @@ def build_agent_factory(spec: str, *, base_url: str | None = None,
         if rest not in DRIFTS:
             raise AgentSpecError(f"--agent {spec!r}: unknown drift {rest!r}; known: "
                                  + ", ".join(f"drift:{d}" for d in DRIFTS) + ".")
-        return lambda sc, seed, v: DriftAgent(sc.solutions[0], v, f"{sc.id}/drift", rest)
+        return _own(lambda sc, seed, v: DriftAgent(sc.solutions[0], v, f"{sc.id}/drift", rest))
     if kind == "openai":
         if not rest:
             raise AgentSpecError(f"--agent {spec!r}: expected openai:MODEL, e.g. openai:gpt-4o-mini.")
@@ -212,7 +232,7 @@ def build_agent_factory(spec: str, *, base_url: str | None = None,
             steps = read_steps(Path(rest))
         except ScenarioError as exc:
             raise AgentSpecError(f"--agent {spec!r}: {exc}") from None
-        return steps_factory(steps, rest)
+        return _own(steps_factory(steps, rest))
     if kind == "python" and rest:
         obj = _import(rest, spec)
         if isinstance(obj, type):

@@ -119,7 +119,7 @@ def run_command(*, seed: int | None = None, seeds: str | None = None, world: Pat
     A bad argument or file prints one line, ``simworld: error: ...``, on stderr and returns 2.
     """
     from simworld._agents.kinds import build_agent_factory
-    from simworld._running.runner import own_code_only, run_suite
+    from simworld._running.runner import run_suite
     from simworld._scenario.scenario import load_suite
     from simworld._world.splits import parse_seeds
 
@@ -170,7 +170,7 @@ def run_command(*, seed: int | None = None, seeds: str | None = None, world: Pat
                            trials=trials, concurrency=concurrency, progress=Progress(), shard=shard_ij, resume=resume,
                            overwrite=overwrite, keep_results=False, snapshot=snapshot,
                            settings=run_settings or None, workers=workers, executor=executor,
-                           ray_address=ray_address, isolate=isolate, guard_time=not own_code_only(agent, scenarios))
+                           ray_address=ray_address, isolate=isolate)
     except (SimworldError, OSError) as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:

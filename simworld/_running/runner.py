@@ -132,7 +132,7 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
               shard: tuple[int, int] | None = None, resume: bool = False, overwrite: bool = False,
               keep_results: bool = True, snapshot: str | None = None,
               settings: dict[str, Any] | None = None, workers: int = 1, executor: str = "local",
-              ray_address: str | None = None, isolate: bool = False, guard_time: bool = True) -> RunResult:
+              ray_address: str | None = None, isolate: bool = False, guard_time: bool | None = None) -> RunResult:
     """Run ``agent_factory``'s agents over the (scenario, seed, trial) grid; grade; write to ``out`` as it goes.
 
     Each episode's event file and then its result line are on disk as soon as it is graded,
@@ -149,10 +149,12 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     not show simulated time to foreign code.
 
     ``guard_time`` (with one thread in this process) starts freezegun for the run, so that foreign code (the
-    agent, a custom grader or hook, a user's tool) that reads ``datetime.now()`` sees simulated time. A run
-    whose every piece is simworld's own code, which reads only the world's clock, may pass False and save
-    freezegun's import and module scan (tens of milliseconds, most of a one-seed run's start); see
-    :func:`own_code_only`.
+    agent, a custom grader or hook, a user's tool) that reads ``datetime.now()`` sees simulated time. By default
+    (None) it does so unless every piece of the run is simworld's own code, which reads only the world's clock:
+    an agent factory :func:`~simworld.build_agent_factory` made of one of simworld's own agents, and the built-in
+    graders and tools only (see :func:`own_code_only`), as ``simworld run`` does. Such a run saves freezegun's
+    import and module scan (tens of milliseconds, most of a one-seed run's start) and its slower dates; the
+    results are the same bytes either way. True or False forces it on or off.
 
     With ``workers`` > 1 episodes run on that many forked processes (CPU-bound agents: every
     core), and with ``executor="ray"`` as Ray tasks on the cluster at ``ray_address`` (a local
@@ -259,6 +261,10 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
 
             stored(in_processes(todo, agent_name, agent_factory, out, workers))
         elif concurrency == 1:
+            if guard_time is None:
+                from simworld._agents.kinds import is_own_factory
+
+                guard_time = not (is_own_factory(agent_factory) and own_code_only(agent_name, scenarios))
             with TimeGuard() if guard_time else nullcontext() as guard:
                 for line in (one(job, guard) for job in todo):
                     _record(line, results_file, tally, kept if keep_results else None, lock)
