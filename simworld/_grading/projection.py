@@ -228,7 +228,7 @@ def _plan_differing(expected: Any, actual: Any, key: str, found: list[tuple[str,
         if x != y:
             where = instalment_path(key, seq)
             found.extend((f"{where}/{k}", x.get(k), y.get(k)) for k in x.keys() | y.keys() if x.get(k) != y.get(k))
-    return len(own_e) + sum(map(len, by_seq_e.values()))
+    return _parts_size(mine)
 
 
 #: The fields of an instalment a plan does not have.
@@ -242,14 +242,21 @@ def _plan_parts(plan: Any) -> tuple[Projection, dict[int, dict[str, Any]]] | Non
     data = to_json(plan)
     by_seq: dict[int, dict[str, Any]] = {}
     for fields in data.pop("instalments"):
-        seq = fields.pop("seq")
-        del fields["id"]
+        seq = fields["seq"]
+        for left_out in INSTALMENT_KEYS:
+            del fields[left_out]
         if type(seq) is not int or seq in by_seq or any(isinstance(v, (dict, list)) for v in fields.values()):
             return None
         by_seq[seq] = fields
     own: Projection = {}
     _flatten(f"plans/{plan.id}", data, own)
     return own, by_seq
+
+
+def _parts_size(parts: tuple[Projection, dict[int, dict[str, Any]]]) -> int:
+    """How many paths a plan projects, from its :func:`_plan_parts` (each instalment field is one)."""
+    own, by_seq = parts
+    return len(own) + sum(map(len, by_seq.values()))
 
 
 def _path(found: tuple[str, Any, Any]) -> str:
@@ -294,14 +301,10 @@ def _own_size(record: Any) -> int:
     paths = record.__dict__.get("_paths_" + table)
     if paths is not None:
         return len(paths)
-    data = to_json(record)
     if table == "plans":
-        instalments = data.pop("instalments")
-        if len({inst["seq"] for inst in instalments}) != len(instalments):  # two under one path: made, then counted
-            return len(_own_paths(record, table, record.id))
-        count = sum([_leaves(v) for inst in instalments for k, v in inst.items() if k not in INSTALMENT_KEYS])
-        return count + _leaves(data)
-    return _leaves(data)
+        parts = memo(record, "_plan_parts", _plan_parts)
+        return len(_own_paths(record, table, record.id)) if parts is None else _parts_size(parts)
+    return _leaves(to_json(record))
 
 
 def _leaves(value: Any) -> int:
