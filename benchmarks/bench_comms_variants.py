@@ -11,7 +11,9 @@ and weekdays abbreviated, ordinal days, currency codes for symbols, counts in wo
 capitals, exclamation marks, sentences as bullets, a greeting and a sign-off, sentences framed as the agent's
 ("I can confirm that ...", "Please note that ...", "Just to confirm, ..."), lines hard-wrapped as a plain-text
 e-mail's, Windows line ends, two spaces after a full stop, an emoji before a sentence, semicolons for full
-stops, a heading, the agent's act said in the passive ("the late fee has been waived"). Every
+stops, a heading, the agent's act said in the passive ("the late fee has been waived"), a dash for a comma,
+each date's weekday before it, whole amounts without their cents, sentences as a numbered list, currency codes
+after amounts. Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -30,6 +32,7 @@ import re
 import textwrap
 import time
 from collections.abc import Callable, Iterable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +100,24 @@ def _iso(m: re.Match[str]) -> str:
     return f"{m.group(3)}-{_MONTH_NUMBER[m.group(2)]:02d}-{int(m.group(1)):02d}"
 
 
+_ANY_WEEKDAY = re.compile(r"\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b")
+
+
+def _with_weekday(m: re.Match[str]) -> str:
+    """A date with its own weekday before it (``Friday 15 May 2026``); a day the month has not, as it is."""
+    try:
+        day = date(int(m.group(3)), _MONTH_NUMBER[m.group(2)], int(m.group(1)))
+    except ValueError:
+        return m.group(0)
+    return f"{day.strftime('%A')} {m.group(0)}"
+
+
+def _numbered(text: str) -> str:
+    """Every sentence after the first as an item of a numbered list."""
+    first, *rest = re.split(r"(?<=[.!])\s+(?=[A-Z])", text)
+    return first + "".join(f"\n{i}. {sentence}" for i, sentence in enumerate(rest, 1))
+
+
 #: Each rewrite: the same words, typed another way.
 REWRITES: dict[str, Callable[[str], str]] = {
     "curly apostrophes": lambda t: t.replace("'", "\u2019"),
@@ -140,6 +161,13 @@ REWRITES: dict[str, Callable[[str], str]] = {
                                                                     m.group(1).lower()), t),
     "a heading": lambda t: f"## Update on your plan\n\n{t}",
     "the agent's act in the passive": lambda t: _PASSIVE.sub(_passive, t),
+    "a dash for a comma": lambda t: re.sub(r"(?<=[a-z0-9]), (?=[a-z])", " \u2014 ", t, count=1),
+    "the weekday before a date": lambda t: t if _ANY_WEEKDAY.search(t) else re.sub(
+        rf"(?<!\*\*)\b(\d{{1,2}}) ({_MONTHS}) (\d{{4}})\b", _with_weekday, t),
+    "whole amounts without cents": lambda t: re.sub(r"([$£€]\d[\d,]*)\.00\b", r"\1", t),
+    "sentences numbered": _numbered,
+    "amounts with the code after": lambda t: re.sub(r"£(\d(?:[\d,]*\d)?(?:\.\d+)?)", r"\1 GBP",
+                                                    re.sub(r"\$(\d(?:[\d,]*\d)?(?:\.\d+)?)", r"\1 USD", t)),
     "month first": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})( \d{{4}})?\b",
                                     lambda m: f"{m.group(2)} {m.group(1)}" + (f",{m.group(3)}" if m.group(3) else ""),
                                     t),

@@ -173,7 +173,7 @@ def _rx(pattern: str) -> Pattern:
     return compile_pattern(pattern, re.I)
 
 
-_SENTENCE_CONDITION = _rx(rf"^\W*(?:(?:and|but|so|then|also|otherwise)\s+)?{_CONDITION}\b")
+_SENTENCE_CONDITION = _rx(rf"^\W*(?:(?:and|but|so|then|also|otherwise)\s+)?(?:{_CONDITION}|where|wherever)\b")
 _TRAILING_CONDITION = _rx(r"\s(?:if|once|when|whenever|as soon as|after|provided|providing|unless|in case|"
                           r"subject to|pending|upon|on condition|depending on|as long as|so long as)\b.*$")
 #: A time bound after what a clause says ("continues as normal until the payment is received"): not a claim of its own.

@@ -97,7 +97,7 @@ _DATES = re.compile(
     rf"(?=[{''.join(sorted({m[0] for m in _MONTHS}))}\d])"
     rf"(?:\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
     rf"|\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\.?,?\s+(?P<y1>\d{{4}})\b"
-    rf"|\b(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})\b)", re.I)
+    rf"|\b(?P<m2>{_MONTH})\.?[^\S\n]+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})\b)", re.I)
 #: The largest count a split takes (the policy's), and the largest count a text may state that an amount is
 #: divided by or multiplied by (days in a term, months).
 MAX_SPLIT, MAX_COUNT = 12, 400
@@ -1041,8 +1041,9 @@ def _in_the_past(episode: Any, window: str) -> bool:
 
 #: What follows ``last payment`` when it is the plan's last to come (``your last payment on 5 November``), not the one
 #: made most recently; an amount may come between, with its currency's code (``your last payment, USD 120.51, is
-#: due on``).
-_AHEAD = re.compile(r"[\s,]*(?:(?:of\s+)?(?:(?-i:[A-Z]{3})\s+)?\S+[\s,]+)?(?:(?:is|will be|falls)\s+)?(?:due\s+)?on\s|"
+#: due on``, ``your last payment, 120.51 USD, is due on``).
+_AHEAD = re.compile(r"[\s,]*(?:(?:of\s+)?(?:(?-i:[A-Z]{3})\s+)?\S+(?:\s+(?-i:[A-Z]{3}))?[\s,]+)?"
+                    r"(?:(?:is|will be|falls)\s+)?(?:due\s+)?on\s|"
                     r"\s+due\b", re.I)
 #: Words that put the figures after a named instalment on another one, or on another time (``the next payment
 #: after that``, ``the final payment was``): then nothing is said of it.
@@ -1112,15 +1113,19 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
 
 
 #: What joins an amount to the date it is said to fall on (``£312.28 on 1 August 2025``, ``₩137,772, is due on
-#: Tuesday, 5 May 2026``, ``$354.82, collected on Monday 14 July``, ``£78.69 has been overdue since 5 March``).
-_PAIRED = re.compile(r"\s*,?\s*(?:(?:instalment|installment|payment)\s+)?(?:(?:that|which)\s+)?"
+#: Tuesday, 5 May 2026``, ``$354.82, collected on Monday 14 July``, ``$354.82 — collected on Monday 14 July``,
+#: ``£78.69 has been overdue since 5 March``).
+_PAIRED = re.compile(r"\s*(?:,|\s[-\u2013\u2014]{1,2}(?=\s))?\s*"
+                     r"(?:(?:instalment|installment|payment)\s+)?(?:(?:that|which)\s+)?"
                      r"(?:(?:is|are|was|were|will be|falls?|fell|has been|had been|stays?|remains?)\s+)?"
                      r"(?:(?:(?P<now>now|still)|then)\s+)?"
                      r"(?:(?:due|collected|taken|drafted|debited|payable|overdue|outstanding|unpaid)\s+)?"
                      r"(?:on|since)\s+(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?(?:the\s+)?", re.I)
-#: A day and month, with or without a year: the date an amount is paired with.
+#: A day and month, with or without a year: the date an amount is paired with. A month and the day after it are on
+#: one line (``... in May.\n1. ...`` is a month, then a list's first item).
 _DAY_MONTH = re.compile(rf"(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\b\.?"
-                        rf"|(?P<m2>{_MONTH})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(?P<y>\d{{4}})\b)?", re.I)
+                        rf"|(?P<m2>{_MONTH})\.?[^\S\n]+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)"
+                        rf"(?:,?\s+(?P<y>\d{{4}})\b)?", re.I)
 #: A date written as ISO 8601 (``2025-08-01``), as the tools give dates.
 _ISO_DATE_AT = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b")
 #: A date that opens a list (``on 12 May, 12 June and 12 July``): an amount then is said of them all, not of one.
@@ -1370,8 +1375,10 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _WEEKDAY = r"(?P<wd>mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|rsday|urday)?\.?"
 #: A weekday right before a date (``Friday, 29 May 2026``, ``Fri 29 May 2026``, ``on Friday the 29th of May 2026``).
 _WEEKDAY_BEFORE = re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?$", re.I)
-#: A weekday right after a date (``29 May 2026 (a Friday)``, ``2026-05-29, a Friday``).
-_WEEKDAY_AFTER = re.compile(rf"^,?\s*\(?(?:a|which is a|that is a|that's a)?\s*{_WEEKDAY}\b", re.I)
+#: A weekday right after a date (``29 May 2026 (a Friday)``, ``2026-05-29, a Friday``), but not one that opens the
+#: next date of a list (``Friday 29 May 2026, Monday 29 June 2026``: Monday is the 29 June's).
+_WEEKDAY_AFTER = re.compile(rf"^,?\s*\(?(?:a|which is a|that is a|that's a)?\s*{_WEEKDAY}\b"
+                            rf"(?!,?\s+(?:the\s+)?(?:\d|\*\*\d|(?:{_MONTH})\b))", re.I)
 
 
 def _wrong_weekdays(text: str) -> list[tuple[str, str, str]]:

@@ -117,6 +117,19 @@ class TestModes:
         assert statements_checked(text) == []
 
 
+@pytest.mark.parametrize("text", [
+    "Where a month-end falls on a weekend \u2014 the due date stays the same, and the payment is collected on the "
+    "next business day.",
+    "Where a month-end falls on a weekend, the due date stays the same.",
+    "If the 15th is a Sunday \u2014 the due date stays the same.",
+    "Wherever the due day falls on a weekend - the due date stays the same.",
+])
+def test_a_condition_before_a_dash_is_the_condition_of_what_follows(text: str) -> None:
+    """A sentence that opens with a condition (``if``, ``where``) is conditional past a dash as past a comma: what
+    follows it is no statement of what the account now holds."""
+    assert statements_checked(text) == [], read(text)
+
+
 class TestDone:
     @pytest.mark.parametrize("text", ["I've waived your fee.", "Your fee has been taken care of.",
                                       "All sorted: the charge is now off your account."])

@@ -200,6 +200,36 @@ class TestFigures:
         true figure passes and its false twin fails."""
         assert figures_pass(text) is ok
 
+    @pytest.mark.parametrize(("text", "ok"), [
+        # a month that ends a sentence, then a numbered list: no date across the line
+        ("Your due day is the 15th, starting in May.\n1. Your next payment is $100.00.\n2. Nothing else changes.",
+         True),
+        ("Your due day is the 15th from May.\n1. Your next payment is on 16 May 2026.", False),
+        # a weekday opens each date of a list: it is that date's, not the one before's
+        ("Due Friday 15 May 2026, Monday 15 June 2026 and Wednesday 15 July 2026.", True),
+        ("Due 15 May 2026, Wednesday 15 June 2026.", False),
+        ("Due Friday 15 May 2026, Friday 15 June 2026.", False),
+        # an amount with its currency's code after it, between the last instalment's name and its date
+        ("The last one, 100.00 USD, is due on 15 December 2026.", True),
+        ("The last one, 100.00 USD, is due on 15 November 2026.", False),
+    ])
+    def test_figures_in_lists_and_with_codes_after(self, text: str, ok: bool) -> None:
+        """Numbered lists, weekdays before each date of a list, codes after amounts: true figures pass and their
+        false twins fail."""
+        assert figures_pass(text) is ok
+
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Your last payment, $101.00, is collected on 15 December 2026.", True),
+        ("Your last payment, $101.00 \u2014 collected on 15 December 2026.", True),
+        ("That leaves $101.00, collected on 15 November 2026.", False),
+        ("That leaves $101.00 \u2014 collected on 15 November 2026.", False),
+        ("That leaves $101.00 -- collected on 15 November 2026.", False),
+    ])
+    def test_an_amount_joined_to_its_date_by_a_dash(self, text: str, ok: bool) -> None:
+        """An instalment's amount said of another's date is caught whether a comma or a dash joins them."""
+        s = world(plan(amounts=("100.00",) * 11 + ("101.00",)))
+        assert check(communications(say(text, initial=s)), "comms:figures").passed is ok
+
     def test_a_rounding_after_a_hedge_in_its_sentence(self) -> None:
         """An amount written with fewer decimals than its currency's, after a hedge in its sentence, is rounded as
         the hedged one was: the fee of 14.96 is "$15.0" there, and only there."""

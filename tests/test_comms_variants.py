@@ -40,11 +40,13 @@ def test_each_rewrite_changes_a_text_it_applies_to() -> None:
     its letters and digits."""
     import re
 
-    text = ("I've waived the late fee. I've moved your $1,005.92 payment of 3 payments from Monday 5 January 2026 "
-            "to \"the 20th\"; it isn't paid and is not due. I have noted the instalment 1,234.50 USD.\n\n"
-            "Best regards")
+    texts = ("I've waived the late fee. I've moved your $1,005.92 payment of 3 payments from Monday 5 January 2026 "
+             "to \"the 20th\"; it isn't paid and is not due. I have noted the instalment 1,234.50 USD.\n\n"
+             "Best regards",
+             "Your next payment, $100.00, is due on 15 May 2026. The rest follow monthly.")
     for name, rewrite in REWRITES.items():
-        out = rewrite(text)
-        assert out != text, name
+        changed = [(text, out) for text in texts if (out := rewrite(text)) != text]
+        assert changed, name
         if name in TYPOGRAPHIC:
-            assert re.sub(r"[^A-Za-z0-9]", "", out) == re.sub(r"[^A-Za-z0-9]", "", text), (name, out)
+            for text, out in changed:
+                assert re.sub(r"[^A-Za-z0-9]", "", out) == re.sub(r"[^A-Za-z0-9]", "", text), (name, out)
