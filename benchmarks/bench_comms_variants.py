@@ -13,7 +13,8 @@ capitals, exclamation marks, sentences as bullets, a greeting and a sign-off, se
 e-mail's, Windows line ends, two spaces after a full stop, an emoji before a sentence, semicolons for full
 stops, a heading, the agent's act said in the passive ("the late fee has been waived"), a dash for a comma,
 each date's weekday before it, whole amounts without their cents, sentences as a numbered list, currency codes
-after amounts. Every
+after amounts, ``US$``, an instalment's amount in brackets, days of the month in words (``on the fifteenth``), a
+tilde for "about", a space after the currency sign, an en dash for "to" between dates, ``/month``. Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -168,6 +169,19 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "sentences numbered": _numbered,
     "amounts with the code after": lambda t: re.sub(r"£(\d(?:[\d,]*\d)?(?:\.\d+)?)", r"\1 GBP",
                                                     re.sub(r"\$(\d(?:[\d,]*\d)?(?:\.\d+)?)", r"\1 USD", t)),
+    "US$ for $": lambda t: re.sub(r"(?<![A-Z])\$(?=\d)", "US$", t),
+    "an amount in brackets after its instalment": lambda t: re.sub(
+        r"((?:[Yy]our|[Tt]he) (?:next |first |last |final )?(?:payment|instalment)) of ([$£€¥][\d,]+\.\d+)",
+        r"\1 (\2)", t),
+    "days of the month in words": lambda t: re.sub(r"\b(on|to) the (5th|10th|15th|20th|31st)\b", lambda m: (
+        f"{m.group(1)} the " + {"5th": "fifth", "10th": "tenth", "15th": "fifteenth", "20th": "twentieth",
+                                "31st": "thirty-first"}[m.group(2)]), t),
+    "a tilde for about": lambda t: re.sub(r"\b(?:about|around|approximately|roughly) (?=[$£€¥]|\b(?:USD|EUR|GBP|"
+                                          r"KWD|JPY) )", "~", t),
+    "a space after the currency sign": lambda t: re.sub(r"([$£€])(?=\d)", r"\1 ", t),
+    "an en dash for to between dates": lambda t: re.sub(
+        rf"\b(\d{{1,2}} (?:{_MONTHS})(?: \d{{4}})?) to (\d{{1,2}} (?:{_MONTHS}) \d{{4}})\b", "\\1\u2013\\2", t),
+    "/month for a month": lambda t: re.sub(r"(\d) (?:per|a|each) month\b", r"\1/month", t),
     "month first": lambda t: re.sub(rf"\b(\d{{1,2}}) ({_MONTHS})( \d{{4}})?\b",
                                     lambda m: f"{m.group(2)} {m.group(1)}" + (f",{m.group(3)}" if m.group(3) else ""),
                                     t),

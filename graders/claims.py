@@ -482,8 +482,42 @@ _SPECIFIC = _rx(r"\b(?:else|other|others|otherwise|except|excluding|apart from|a
 _MARKUP = re.compile(r"[*_`\u2600-\u27bf\U0001f300-\U0001faff]+")
 
 
+#: A day of the month written as an ordinal word, by its number ("first" to "thirty-first").
+_DAY_WORDS = {w: i for i, w in enumerate(
+    ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+     "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
+     "twentieth"], 1)}
+_DAY_WORDS.update({f"twenty-{w}": 20 + i for w, i in _DAY_WORDS.items() if i < 10})
+_DAY_WORDS.update({"thirtieth": 30, "thirty-first": 31})
+#: "the fifteenth" as a day of the month: before "of each month" (any day), and after "on" or "to" at a clause's end or
+#: before a word that goes on about the day ("stay on the tenth.", "moved to the fifteenth as asked"); never before
+#: a noun ("the first instalment"), and "on the first" to "on the fourth" alone are read as positions ("the remainder
+#: on the first").
+_DAY_WORD = _rx(r"\bthe\s+(" + "|".join(sorted(_DAY_WORDS, key=len, reverse=True)) + r")\b"
+                r"(?=\s+of\s+(?:the|each|every|this|next|that)\s+month\b)|"
+                r"\b(?:on|to)\s+the\s+(" + "|".join(sorted((w for w, i in _DAY_WORDS.items() if i >= 5), key=len,
+                                                          reverse=True)) + r")\b"
+                r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:as|instead|from|each|every|going|onwards?|starting|when|if|until|"
+                r"through|for now|again|too)\b)")
+
+
+def _digit_days(text: str) -> str:
+    """``text`` with a day of the month written as an ordinal word in digits ("the fifteenth" as "the 15th"): read as
+    a day as the digits are."""
+    return _DAY_WORD.sub(_day_in_digits, text)
+
+
+def _day_in_digits(m: re.Match[str]) -> str:
+    word = m.group(1) or m.group(2)
+    return m.group(0)[:m.start(m.lastindex or 1) - m.start()] + _ordinal_suffixed(_DAY_WORDS[word.lower()])
+
+
+def _ordinal_suffixed(day: int) -> str:
+    return f"{day}{'th' if 10 <= day % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(day % 10, 'th')}"
+
+
 def _sentences(text: str) -> Iterator[str]:
-    text = _MARKUP.sub("", text)
+    text = _digit_days(_MARKUP.sub("", text))
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("|"):

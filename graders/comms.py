@@ -73,7 +73,7 @@ TEXT_ARGS: dict[str, tuple[str, ...]] = {
 COMMS_TABLES = ("messages", "escalations", "info_requests", "declines")
 
 _CODES = "|".join(sorted(EXPONENTS, key=len, reverse=True))
-_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₩": "KRW"}
+_SYMBOLS = {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₩": "KRW"}
 #: A currency's name written after an amount (``19 pounds``, ``11,556 yen``), by the currency it names; a name
 #: several currencies share (dollars, dinars, francs) names none: the amount is in the plan's.
 _NAMES = {"euro": "EUR", "euros": "EUR", "pound": "GBP", "pounds": "GBP", "sterling": "GBP", "yen": "JPY",
@@ -84,7 +84,7 @@ _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 # symbol, a digit; a month's first letter): a position that cannot open one is passed over at once.
 _MONEY = re.compile(
     rf"(?=[{''.join(sorted({c[0] for c in EXPONENTS}))}$€£¥₩\d])"
-    rf"(?:(?:(?P<pre>\b(?:{_CODES})\b|[$€£¥₩])\s?(?P<a>{_NUM}))"
+    rf"(?:(?:(?P<pre>\b(?:{_CODES})\b|\bUS\$|[$€£¥₩])\s?(?P<a>{_NUM}))"
     rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b)|"
     rf"[ -](?P<name>(?i:{'|'.join(sorted(_NAMES, key=len, reverse=True))}))\b(?!['’]))?))")
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
@@ -1058,6 +1058,9 @@ _CHANGED = re.compile(r"\b(?:deferred|postponed|moved|changed|replaced|cancell?e
 _CLAUSE_END = re.compile(r"[.!?;(\n](?:\s|$)|\(|\s[-–—]\s|,\s+(?:and|but|so|which|while)\b")
 
 
+#: An amount in brackets right after a named instalment (``your next instalment (€148.90) is due on``).
+_AMOUNT_ASIDE = re.compile(r"\s*\(((?:about |around |approx\. |approximately )?(?:[$€£¥₩]|US\$|[A-Z]{3}\s?)?"
+                           r"\d[\d,]*(?:\.\d+)?(?:\s?[A-Z]{3})?)\)")
 #: What ends the words before a named instalment that belong to it: a sentence's end, a line's, a semicolon.
 _OPENERS = (". ", "! ", "? ", "\n", "; ")
 
@@ -1079,6 +1082,9 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
         if m.group("which") and named == "last" and not m.group(0).lower().endswith(("instalment", "installment")) \
                 and (not _AHEAD.match(window) or _in_the_past(episode, window)):
             continue  # "your last payment": most often the one made most recently, not the plan's final one
+        aside = _AMOUNT_ASIDE.match(window)
+        if aside is not None:  # "your next instalment (€148.90) will be taken on 5 June": the amount is its own
+            window = f" {aside.group(1)} {window[aside.end():]}"
         also = _ANOTHER_NAMED.search(window)
         window = window[:also.start()] if also else window  # "the first on 15 May and the last on 15 December"
         cut = _CLAUSE_END.search(window)
@@ -1114,8 +1120,8 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
 
 #: What joins an amount to the date it is said to fall on (``£312.28 on 1 August 2025``, ``₩137,772, is due on
 #: Tuesday, 5 May 2026``, ``$354.82, collected on Monday 14 July``, ``$354.82 — collected on Monday 14 July``,
-#: ``£78.69 has been overdue since 5 March``).
-_PAIRED = re.compile(r"\s*(?:,|\s[-\u2013\u2014]{1,2}(?=\s))?\s*"
+#: ``£78.69 has been overdue since 5 March``, ``the instalment (€93.96) that was due on 5 March``).
+_PAIRED = re.compile(r"\)?\s*(?:,|\s[-\u2013\u2014]{1,2}(?=\s))?\s*"
                      r"(?:(?:instalment|installment|payment)\s+)?(?:(?:that|which)\s+)?"
                      r"(?:(?:is|are|was|were|will be|falls?|fell|has been|had been|stays?|remains?)\s+)?"
                      r"(?:(?:(?P<now>now|still)|then)\s+)?"
@@ -1129,7 +1135,8 @@ _DAY_MONTH = re.compile(rf"(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<
 #: A date written as ISO 8601 (``2025-08-01``), as the tools give dates.
 _ISO_DATE_AT = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b")
 #: A date that opens a list (``on 12 May, 12 June and 12 July``): an amount then is said of them all, not of one.
-_LIST_NEXT = re.compile(r"\s*(?:,|and|&)\s*(?:\d{1,2}\b|\d{4}-\d{2}-\d{2}\b|(?:" + _MONTH + r")\b)", re.I)
+_LIST_NEXT = re.compile(r"\s*(?:,|and|&)\s*(?:the\s+)?(?:\d{1,2}(?:st|nd|rd|th)?\b|\d{4}-\d{2}-\d{2}\b|"
+                        r"(?:" + _MONTH + r")\b)", re.I)
 
 
 #: What names the instalments left (``remaining instalments``, ``payments left``); the count is the word before.
@@ -1257,8 +1264,8 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
         return out
     for value, currency, _decimals, start, end in spans:
         joined = _PAIRED.match(text, end)
-        if joined is None:
-            continue
+        if joined is None or joined.group(0).startswith(")") and text[start - 1:start] != "(":
+            continue  # "(4.446, 4.445, 4.445) on 31 May, ...": the last of a list in brackets, not one amount
         found = _DAY_MONTH.match(text, joined.end()) or _ISO_DATE_AT.match(text, joined.end())
         if found is None or _LIST_NEXT.match(text, found.end()) or _hedge(text, start, end) is not None:
             continue

@@ -130,6 +130,28 @@ def test_a_condition_before_a_dash_is_the_condition_of_what_follows(text: str) -
     assert statements_checked(text) == [], read(text)
 
 
+@pytest.mark.parametrize(("text", "day"), [
+    ("I've moved your payments to the fifteenth of each month.", 15),
+    ("Your instalments now stay on the tenth.", 10),
+    ("Your due date has been moved to the twenty-first.", 21),
+    ("I've moved the payments to the first of the month.", 1),
+    ("Your payments will stay on the twentieth for now.", 20),
+])
+def test_a_day_of_the_month_in_words_is_read_as_its_digits(text: str, day: int) -> None:
+    """``the fifteenth`` is the 15th where a day of the month is meant."""
+    assert {s.day for s in read(text)} == {day}, read(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Split into 3 monthly instalments, the remainder on the first, all within the term.",
+    "The first instalment has been paid.",
+    "The second and third payments are unchanged.",
+])
+def test_an_ordinal_word_that_is_a_position_is_no_day(text: str) -> None:
+    """``the remainder on the first``, ``the second and third payments``: positions, not days of the month."""
+    assert all(s.day is None for s in read(text)), read(text)
+
+
 class TestDone:
     @pytest.mark.parametrize("text", ["I've waived your fee.", "Your fee has been taken care of.",
                                       "All sorted: the charge is now off your account."])

@@ -219,11 +219,28 @@ class TestFigures:
         assert figures_pass(text) is ok
 
     @pytest.mark.parametrize(("text", "ok"), [
+        # US$ is the dollar sign's currency, and a hedge before it still hedges
+        ("That is about US$100 a month.", True), ("That is about US$170 a month.", False), ("Pay US$100.00.", True),
+        ("Pay US$101.00.", False),
+        # an amount in brackets after the instalment it is: the date after it is still that instalment's
+        ("Your next instalment ($100.00) is due on 15 April 2026.", True),
+        ("Your next instalment ($100.00) is due on 15 December 2026.", False),
+    ])
+    def test_figures_with_us_dollars_and_amounts_in_brackets(self, text: str, ok: bool) -> None:
+        """``US$`` and an instalment's amount in brackets: true figures pass and their false twins fail."""
+        assert figures_pass(text) is ok
+
+    @pytest.mark.parametrize(("text", "ok"), [
         ("Your last payment, $101.00, is collected on 15 December 2026.", True),
         ("Your last payment, $101.00 \u2014 collected on 15 December 2026.", True),
         ("That leaves $101.00, collected on 15 November 2026.", False),
         ("That leaves $101.00 \u2014 collected on 15 November 2026.", False),
         ("That leaves $101.00 -- collected on 15 November 2026.", False),
+        ("The last instalment ($101.00) is collected on 15 December 2026.", True),
+        ("The instalment ($101.00) that is due on 15 November 2026.", False),
+        # the last amount of a list in brackets is not the one the date is of
+        ("Your last two payments ($100.00 and $101.00) on 15 November 2026 and after are unchanged.", True),
+        ("Three payments ($100.00, $100.00, $101.00) on the 15th of October, 15th November and 15th December.", True),
     ])
     def test_an_amount_joined_to_its_date_by_a_dash(self, text: str, ok: bool) -> None:
         """An instalment's amount said of another's date is caught whether a comma or a dash joins them."""
