@@ -43,7 +43,8 @@ def test_each_rewrite_changes_a_text_it_applies_to() -> None:
     texts = ("I've waived the late fee. I've moved your $1,005.92 payment of 3 payments from Monday 5 January 2026 "
              "to \"the 20th\"; it isn't paid and is not due. I have noted the instalment 1,234.50 USD.\n\n"
              "Best regards",
-             "Your next payment, $100.00, is due on 15 May 2026. The rest follow monthly.")
+             "Your next payment of $100.00 is due on 15 May 2026, about $100 a month from 15 May to 15 June 2026, "
+             "moved to the 15th. The rest follow monthly.")
     for name, rewrite in REWRITES.items():
         changed = [(text, out) for text in texts if (out := rewrite(text)) != text]
         assert changed, name
