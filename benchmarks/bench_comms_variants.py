@@ -13,8 +13,9 @@ capitals, exclamation marks, sentences as bullets, a greeting and a sign-off, se
 e-mail's, Windows line ends, two spaces after a full stop, an emoji before a sentence, semicolons for full
 stops, a heading, the agent's act said in the passive ("the late fee has been waived"), a dash for a comma,
 each date's weekday before it, whole amounts without their cents, sentences as a numbered list, currency codes
-after amounts, ``US$``, an instalment's amount in brackets, days of the month in words (``on the fifteenth``), a
-tilde for "about", a space after the currency sign, an en dash for "to" between dates, ``/month``. Every
+after amounts, figures in italics made with underscores, ``US$``, an instalment's amount in brackets, days of
+the month in words (``on the fifteenth``), a tilde for "about", a space after the currency sign, an en dash for
+"to" between dates, ``/month``. Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -169,6 +170,8 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "sentences numbered": _numbered,
     "amounts with the code after": lambda t: re.sub(r"£(\d(?:[\d,]*\d)?(?:\.\d+)?)", r"\1 GBP",
                                                     re.sub(r"\$(\d(?:[\d,]*\d)?(?:\.\d+)?)", r"\1 USD", t)),
+    "italic figures in underscores": lambda t: re.sub(rf"(?<![\w*_])({_DATE}|[$£€]\d[\d,]*(?:\.\d+)?)(?![\w*_])",
+                                                      r"_\1_", t),
     "US$ for $": lambda t: re.sub(r"(?<![A-Z])\$(?=\d)", "US$", t),
     "an amount in brackets after its instalment": lambda t: re.sub(
         r"((?:[Yy]our|[Tt]he) (?:next |first |last |final )?(?:payment|instalment)) of ([$£€¥][\d,]+\.\d+)",

@@ -120,6 +120,9 @@ _TYPOGRAPHIC = re.compile("[" + "".join(sorted(map(chr, _PLAIN_PUNCTUATION))) + 
 #: without it ("roughly **\u20ac123.50**" is as hedged as "roughly \u20ac123.50", "Thursday, **5 May**" is a weekday
 #: and its date). A bullet's ``* `` and a lone ``3*4`` are no pair.
 _EMPHASIS = re.compile(r"(\*{1,3})(?=[^\s*])(.+?)(?<=[^\s*])\1")
+#: The same in underscores (``_15 May 2026_``, ``__£300.00__``), which open and close only outside a word: an id's
+#: underscore (``pln_001``) is none.
+_UNDERSCORED = re.compile(r"(?<![\w_])(_{1,3})(?=[^\s_])(.+?)(?<=[^\s_])\1(?![\w_])")
 
 
 #: What opens a line of its own (a list item, a heading, a table row, a quote): a line break before it is no wrap.
@@ -148,15 +151,17 @@ def _unwrapped(text: str) -> str:
 
 def plain_text(text: str) -> str:
     """``text`` with its typographic punctuation in plain form (see :data:`_PLAIN_PUNCTUATION`), without markdown
-    emphasis (see :data:`_EMPHASIS`) and with its hard line wraps undone (see :func:`_unwrapped`): what the text
-    graders read, so that "I\u2019ve waived the fee" reads as "I've waived the fee" and "due on **5 May 2027**" as
-    "due on 5 May 2027"."""
+    emphasis (see :data:`_EMPHASIS` and :data:`_UNDERSCORED`) and with its hard line wraps undone (see
+    :func:`_unwrapped`): what the text graders read, so that "I\u2019ve waived the fee" reads as "I've waived the fee"
+    and "due on **5 May 2027**" as "due on 5 May 2027"."""
     if not text.isascii() and _TYPOGRAPHIC.search(text):  # (most texts with a £ or € hold none of these)
         text = text.translate(_PLAIN_PUNCTUATION)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\n" in text:
         text = _unwrapped(text)
+    if "_" in text:
+        text = _UNDERSCORED.sub(r"\2", text)
     return _EMPHASIS.sub(r"\2", text) if "*" in text else text
 
 

@@ -247,6 +247,18 @@ class TestFigures:
         s = world(plan(amounts=("100.00",) * 11 + ("101.00",)))
         assert check(communications(say(text, initial=s)), "comms:figures").passed is ok
 
+    @pytest.mark.parametrize(("text", "ok"), [
+        ("Your next payment is _$100.00_, due on _15 May 2026_.", True),
+        ("That is about _$133_ a month over nine months.", True),
+        ("That is __about $133__ a month over nine months.", True),
+        ("That is about _$170_ a month.", False),
+        ("Plan pln_1 and fee_1 are unchanged at __$101.00__.", False),
+    ])
+    def test_figures_in_italics_made_with_underscores(self, text: str, ok: bool) -> None:
+        """Markdown emphasis in underscores is read without them (a hedge before it still hedges), and an id's
+        underscore is no emphasis."""
+        assert figures_pass(text) is ok
+
     def test_a_rounding_after_a_hedge_in_its_sentence(self) -> None:
         """An amount written with fewer decimals than its currency's, after a hedge in its sentence, is rounded as
         the hedged one was: the fee of 14.96 is "$15.0" there, and only there."""
