@@ -15,7 +15,7 @@ stops, a heading, the agent's act said in the passive ("the late fee has been wa
 each date's weekday before it, whole amounts without their cents, sentences as a numbered list, currency codes
 after amounts, figures in italics made with underscores, ``US$``, an instalment's amount in brackets, days of
 the month in words (``on the fifteenth``), a tilde for "about", a space after the currency sign, an en dash for
-"to" between dates, ``/month``. Every
+"to" between dates, ``/month``, ``&`` for "and". Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -172,6 +172,7 @@ REWRITES: dict[str, Callable[[str], str]] = {
                                                     re.sub(r"\$(\d(?:[\d,]*\d)?(?:\.\d+)?)", r"\1 USD", t)),
     "italic figures in underscores": lambda t: re.sub(rf"(?<![\w*_])({_DATE}|[$£€]\d[\d,]*(?:\.\d+)?)(?![\w*_])",
                                                       r"_\1_", t),
+    "& for and": lambda t: t.replace(" and ", " & "),
     "US$ for $": lambda t: re.sub(r"(?<![A-Z])\$(?=\d)", "US$", t),
     "an amount in brackets after its instalment": lambda t: re.sub(
         r"((?:[Yy]our|[Tt]he) (?:next |first |last |final )?(?:payment|instalment)) of ([$£€¥][\d,]+\.\d+)",

@@ -151,15 +151,17 @@ def _unwrapped(text: str) -> str:
 
 def plain_text(text: str) -> str:
     """``text`` with its typographic punctuation in plain form (see :data:`_PLAIN_PUNCTUATION`), without markdown
-    emphasis (see :data:`_EMPHASIS` and :data:`_UNDERSCORED`) and with its hard line wraps undone (see
-    :func:`_unwrapped`): what the text graders read, so that "I\u2019ve waived the fee" reads as "I've waived the fee"
-    and "due on **5 May 2027**" as "due on 5 May 2027"."""
+    emphasis (see :data:`_EMPHASIS` and :data:`_UNDERSCORED`), ``&`` between spaces as "and", and with its hard
+    line wraps undone (see :func:`_unwrapped`): what the text graders read, so that "I\u2019ve waived the fee" reads
+    as "I've waived the fee" and "due on **5 May 2027**" as "due on 5 May 2027"."""
     if not text.isascii() and _TYPOGRAPHIC.search(text):  # (most texts with a £ or € hold none of these)
         text = text.translate(_PLAIN_PUNCTUATION)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\n" in text:
         text = _unwrapped(text)
+    if " & " in text:  # "the first on 15 May & the last on 15 December"
+        text = text.replace(" & ", " and ")
     if "_" in text:
         text = _UNDERSCORED.sub(r"\2", text)
     return _EMPHASIS.sub(r"\2", text) if "*" in text else text

@@ -253,10 +253,13 @@ class TestFigures:
         ("That is __about $133__ a month over nine months.", True),
         ("That is about _$170_ a month.", False),
         ("Plan pln_1 and fee_1 are unchanged at __$101.00__.", False),
+        # an ampersand is "and": the last instalment named after it has its own date
+        ("Your first payment is on 15 April 2026 & the last on 15 December 2026.", True),
+        ("Your first payment is on 15 April 2026 & the last on 15 November 2026.", False),
     ])
     def test_figures_in_italics_made_with_underscores(self, text: str, ok: bool) -> None:
-        """Markdown emphasis in underscores is read without them (a hedge before it still hedges), and an id's
-        underscore is no emphasis."""
+        """Markdown emphasis in underscores is read without them (a hedge before it still hedges), an id's
+        underscore is no emphasis, and ``&`` is read as "and"."""
         assert figures_pass(text) is ok
 
     def test_a_rounding_after_a_hedge_in_its_sentence(self) -> None:
@@ -416,6 +419,8 @@ class TestClaims:
         ("The May fee was taken off by my colleague.", False, False),
         ("The fee will be waived by a colleague.", True, False),  # this episode's, not history
         ("You raised the fee with our underwriting team.", True, True),
+        # an ampersand joins two clauses as "and" does: the negation after it is its own clause's
+        ("The late fee has been waived & nothing else will change.", True, False),
     ])
     def test_how_chat_models_say_it(self, text: str, waived_ok: bool, open_ok: bool) -> None:
         """Careful, true sentences pass and their false twins fail, after a waiver and with the fee left open."""
