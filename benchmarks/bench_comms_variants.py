@@ -15,7 +15,9 @@ stops, a heading, the agent's act said in the passive ("the late fee has been wa
 each date's weekday before it, whole amounts without their cents, sentences as a numbered list, currency codes
 after amounts, figures in italics made with underscores, ``US$``, an instalment's amount in brackets, days of
 the month in words (``on the fifteenth``), a tilde for "about", a space after the currency sign, an en dash for
-"to" between dates, ``/month``, ``&`` for "and". Every
+"to" between dates, ``/month``, ``&`` for "and", "due 5 May" without "on", a currency code joined to its amount
+(``GBP120.00``), terms in quotation marks, "payment" for "instalment", "i.e." for "which is", a summary line first.
+Every
 text of every corpus (``tests/fixtures/comms_corpus*.jsonl``) that a rewrite changes is graded as written and as
 rewritten (on the scenario's reference solution at the entry's seed, as ``bench_comms_corpus.py`` grades it),
 and a verdict that moves is a defect of the grader, in either direction:
@@ -173,6 +175,13 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "italic figures in underscores": lambda t: re.sub(rf"(?<![\w*_])({_DATE}|[$£€]\d[\d,]*(?:\.\d+)?)(?![\w*_])",
                                                       r"_\1_", t),
     "& for and": lambda t: t.replace(" and ", " & "),
+    "no 'on' between due and a date": lambda t: re.sub(rf"\b(due|collected|taken) on (\d{{1,2}} (?:{_MONTHS}))",
+                                                       r"\1 \2", t),
+    "codes joined to amounts": lambda t: re.sub(r"£(\d)", r"GBP\1", t),
+    "terms in quotation marks": lambda t: re.sub(r"\b(due date|due day|late fee)\b", r'"\1"', t),
+    "payment for instalment": lambda t: re.sub(r"\binstalment", "payment", re.sub(r"\bInstalment", "Payment", t)),
+    "i.e. for which is": lambda t: t.replace(", which is ", ", i.e. "),
+    "a summary line first": lambda t: "Summary: your request has been handled as described below.\n\n" + t,
     "US$ for $": lambda t: re.sub(r"(?<![A-Z])\$(?=\d)", "US$", t),
     "an amount in brackets after its instalment": lambda t: re.sub(
         r"((?:[Yy]our|[Tt]he) (?:next |first |last |final )?(?:payment|instalment)) of ([$£€¥][\d,]+\.\d+)",

@@ -84,7 +84,7 @@ _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 # symbol, a digit; a month's first letter): a position that cannot open one is passed over at once.
 _MONEY = re.compile(
     rf"(?=[{''.join(sorted({c[0] for c in EXPONENTS}))}$€£¥₩\d])"
-    rf"(?:(?:(?P<pre>\b(?:{_CODES})\b|\bUS\$|[$€£¥₩])\s?(?P<a>{_NUM}))"
+    rf"(?:(?:(?P<pre>\b(?:{_CODES})(?![A-Za-z])|\bUS\$|[$€£¥₩])\s?(?P<a>{_NUM}))"
     rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b)|"
     rf"[ -](?P<name>(?i:{'|'.join(sorted(_NAMES, key=len, reverse=True))}))\b(?!['’]))?))")
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
@@ -120,6 +120,9 @@ _TYPOGRAPHIC = re.compile("[" + "".join(sorted(map(chr, _PLAIN_PUNCTUATION))) + 
 #: without it ("roughly **\u20ac123.50**" is as hedged as "roughly \u20ac123.50", "Thursday, **5 May**" is a weekday
 #: and its date). A bullet's ``* `` and a lone ``3*4`` are no pair.
 _EMPHASIS = re.compile(r"(\*{1,3})(?=[^\s*])(.+?)(?<=[^\s*])\1")
+#: A term in quotation marks (``your "due day" is now the 31st``): a few words, read as the words. A longer quotation
+#: (what the customer wrote) keeps its marks.
+_QUOTED_TERM = re.compile(r"\"([A-Za-z][A-Za-z'-]*(?: [A-Za-z][A-Za-z'-]*){0,3})\"")
 #: The same in underscores (``_15 May 2026_``, ``__£300.00__``), which open and close only outside a word: an id's
 #: underscore (``pln_001``) is none.
 _UNDERSCORED = re.compile(r"(?<![\w_])(_{1,3})(?=[^\s_])(.+?)(?<=[^\s_])\1(?![\w_])")
@@ -151,9 +154,10 @@ def _unwrapped(text: str) -> str:
 
 def plain_text(text: str) -> str:
     """``text`` with its typographic punctuation in plain form (see :data:`_PLAIN_PUNCTUATION`), without markdown
-    emphasis (see :data:`_EMPHASIS` and :data:`_UNDERSCORED`), ``&`` between spaces as "and", and with its hard
-    line wraps undone (see :func:`_unwrapped`): what the text graders read, so that "I\u2019ve waived the fee" reads
-    as "I've waived the fee" and "due on **5 May 2027**" as "due on 5 May 2027"."""
+    emphasis (see :data:`_EMPHASIS` and :data:`_UNDERSCORED`), ``&`` between spaces as "and", a quoted term as its
+    words (see :data:`_QUOTED_TERM`), and with its hard line wraps undone (see :func:`_unwrapped`): what the text
+    graders read, so that "I\u2019ve waived the fee" reads as "I've waived the fee" and "due on **5 May 2027**" as
+    "due on 5 May 2027"."""
     if not text.isascii() and _TYPOGRAPHIC.search(text):  # (most texts with a £ or € hold none of these)
         text = text.translate(_PLAIN_PUNCTUATION)
     if "\r" in text:
@@ -162,6 +166,8 @@ def plain_text(text: str) -> str:
         text = _unwrapped(text)
     if " & " in text:  # "the first on 15 May & the last on 15 December"
         text = text.replace(" & ", " and ")
+    if '"' in text:
+        text = _QUOTED_TERM.sub(r"\1", text)
     if "_" in text:
         text = _UNDERSCORED.sub(r"\2", text)
     return _EMPHASIS.sub(r"\2", text) if "*" in text else text
@@ -1127,13 +1133,16 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
 
 #: What joins an amount to the date it is said to fall on (``£312.28 on 1 August 2025``, ``₩137,772, is due on
 #: Tuesday, 5 May 2026``, ``$354.82, collected on Monday 14 July``, ``$354.82 — collected on Monday 14 July``,
-#: ``£78.69 has been overdue since 5 March``, ``the instalment (€93.96) that was due on 5 March``).
+#: ``£78.69 has been overdue since 5 March``, ``the instalment (€93.96) that was due on 5 March``, ``£78.69 due 5
+#: March``: after a word that says so, ``on`` may be left out before a day).
 _PAIRED = re.compile(r"\)?\s*(?:,|\s[-\u2013\u2014]{1,2}(?=\s))?\s*"
                      r"(?:(?:instalment|installment|payment)\s+)?(?:(?:that|which)\s+)?"
                      r"(?:(?:is|are|was|were|will be|falls?|fell|has been|had been|stays?|remains?)\s+)?"
                      r"(?:(?:(?P<now>now|still)|then)\s+)?"
-                     r"(?:(?:due|collected|taken|drafted|debited|payable|overdue|outstanding|unpaid)\s+)?"
-                     r"(?:on|since)\s+(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?(?:the\s+)?", re.I)
+                     r"(?:(?P<verb>due|collected|taken|drafted|debited|payable|overdue|outstanding|unpaid)\s+)?"
+                     r"(?:(?:on|since)\s+|(?(verb)(?=(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?(?:the\s+)?"
+                     r"(?:\d|(?:" + _MONTH + r")\b))|(?!)))"
+                     r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?(?:the\s+)?", re.I)
 #: A day and month, with or without a year: the date an amount is paired with. A month and the day after it are on
 #: one line (``... in May.\n1. ...`` is a month, then a list's first item).
 _DAY_MONTH = re.compile(rf"(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\b\.?"
@@ -1255,6 +1264,10 @@ def _left_totals(episode: Any, plans: Sequence[Any]) -> set[tuple[int, str, int]
     return out
 
 
+#: Words one of which joins an amount to its date (see :data:`_PAIRED`): a text with none pairs nothing.
+_PAIRING_WORDS = (" on ", " since ", " due ", " collected ", " taken ", " drafted ", " debited ", " payable ")
+
+
 def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[tuple[Decimal, str | None, int, int,
                  int]], held: dict[str, Any]) -> list[tuple[str, str]]:
     """``(figure as written, why)`` for each amount said to fall on a date (``£312.28 on 1 August 2025``) when the
@@ -1267,7 +1280,7 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
     texts (read once, when a text first pairs an amount with a date).
     """
     out: list[tuple[str, str]] = []
-    if not plans or " on " not in text and " since " not in text:
+    if not plans or not any(word in text for word in _PAIRING_WORDS):
         return out
     for value, currency, _decimals, start, end in spans:
         joined = _PAIRED.match(text, end)

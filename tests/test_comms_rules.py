@@ -236,6 +236,11 @@ class TestFigures:
         ("That leaves $101.00, collected on 15 November 2026.", False),
         ("That leaves $101.00 \u2014 collected on 15 November 2026.", False),
         ("That leaves $101.00 -- collected on 15 November 2026.", False),
+        # "due" or "collected" says the date is the amount's without "on"
+        ("That leaves $101.00, due 15 December 2026.", True),
+        ("That leaves $101.00, due 15 November 2026.", False),
+        ("That leaves USD101.00, collected Tuesday 15 December 2026.", True),
+        ("That leaves USD101.00, collected Sunday 15 November 2026.", False),
         ("The last instalment ($101.00) is collected on 15 December 2026.", True),
         ("The instalment ($101.00) that is due on 15 November 2026.", False),
         # the last amount of a list in brackets is not the one the date is of
@@ -421,6 +426,9 @@ class TestClaims:
         ("You raised the fee with our underwriting team.", True, True),
         # an ampersand joins two clauses as "and" does: the negation after it is its own clause's
         ("The late fee has been waived & nothing else will change.", True, False),
+        # a term in quotation marks is read as its words; a longer quotation is the customer's
+        ('I\'ve taken the "late fee" off your account.', True, False),
+        ('You wrote "please take the late fee off my account".', True, True),
     ])
     def test_how_chat_models_say_it(self, text: str, waived_ok: bool, open_ok: bool) -> None:
         """Careful, true sentences pass and their false twins fail, after a waiver and with the fee left open."""

@@ -44,7 +44,7 @@ def test_each_rewrite_changes_a_text_it_applies_to() -> None:
              "to \"the 20th\"; it isn't paid and is not due. I have noted the instalment 1,234.50 USD.\n\n"
              "Best regards",
              "Your next payment of $100.00 is due on 15 May 2026, about $100 a month from 15 May to 15 June 2026, "
-             "moved to the 15th. The rest follow monthly.")
+             "moved to the 15th. The rest follow monthly, with a £5.00 fee, which is waived.")
     for name, rewrite in REWRITES.items():
         changed = [(text, out) for text in texts if (out := rewrite(text)) != text]
         assert changed, name
