@@ -108,7 +108,7 @@ import attrs
 from graders._patterns import Pattern, compile_pattern, matching
 from graders._records import target_records
 from simworld._grading.verdict import Check
-from simworld._world.dates import days_in_month
+from simworld._world.dates import days_in_month, ordinal
 from simworld._world.models import UNPAID
 
 __all__ = ["CLAIMS", "Statement", "check_claims", "contradiction", "read", "statements_checked"]
@@ -515,11 +515,7 @@ def _day_in_digits(m: re.Match[str]) -> str:
             m.group(2) and not _ON_OR_TO.search(text, max(0, start - 8), start):
         return m.group(0)  # "breathe", or "the fifth" not after "on" or "to": as written
     word = m.group(1) or m.group(2)
-    return m.group(0)[:m.start(m.lastindex or 1) - start] + _ordinal_suffixed(_DAY_WORDS[word.lower()])
-
-
-def _ordinal_suffixed(day: int) -> str:
-    return f"{day}{'th' if 10 <= day % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(day % 10, 'th')}"
+    return m.group(0)[:m.start(m.lastindex or 1) - start] + ordinal(_DAY_WORDS[word.lower()])
 
 
 def _sentences(text: str) -> Iterator[str]:

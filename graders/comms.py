@@ -1072,8 +1072,8 @@ _CLAUSE_END = re.compile(r"[.!?;(\n](?:\s|$)|\(|\s[-–—]\s|,\s+(?:and|but|so|
 
 
 #: An amount in brackets right after a named instalment (``your next instalment (€148.90) is due on``).
-_AMOUNT_ASIDE = re.compile(r"\s*\(((?:about |around |approx\. |approximately )?(?:[$€£¥₩]|US\$|[A-Z]{3}\s?)?"
-                           r"\d[\d,]*(?:\.\d+)?(?:\s?[A-Z]{3})?)\)")
+_AMOUNT_ASIDE = re.compile(rf"\s*\(((?:about |around |approx\. |approximately )?(?:[$€£¥₩]|US\$|(?:{_CODES})\s?)?"
+                           rf"(?:{_NUM})(?:\s?(?:{_CODES}))?)\)")
 #: What ends the words before a named instalment that belong to it: a sentence's end, a line's, a semicolon.
 _OPENERS = (". ", "! ", "? ", "\n", "; ")
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import attrs
 
+from simworld._world.dates import ordinal
+
 __all__ = ["FIXED", "INTENTS", "Call", "Intent"]
 
 
@@ -25,11 +27,6 @@ class Call:
     tool: str
     args: dict[str, Any]
     name: str = ""
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 @attrs.frozen
@@ -99,12 +96,12 @@ _DUE_DAY = Intent(
     lambda p: [([_PLAN_READ], [Call("change_due_day", {"plan_id": "{plan_id}", "day": p["day"]})], "")],
     read_step=lambda p: {"tool": "get_plan", "args": {"plan_id": "{plan_id}"}},
     write_steps=lambda p: [{"tool": "change_due_day", "args": {"plan_id": "{plan_id}", "day": p["day"]}}],
-    summary=lambda p: f"Moved the due day of the unpaid instalments to the {_ordinal(p['day'])}; paid instalments "
+    summary=lambda p: f"Moved the due day of the unpaid instalments to the {ordinal(p['day'])}; paid instalments "
                       "keep their dates.",
     reasons=lambda p, rule: "Only one due-day change is allowed per term and this plan's has already been made "
-                            f"(rule due_day), so the due day cannot be moved to the {_ordinal(p['day'])}. Your "
+                            f"(rule due_day), so the due day cannot be moved to the {ordinal(p['day'])}. Your "
                             "plan stays as it is.",
-    texts=lambda p: {"day": _ordinal(p["day"])},
+    texts=lambda p: {"day": ordinal(p["day"])},
     world_filter=_due_day_filter,
 )
 
@@ -259,8 +256,8 @@ _VAGUE_SPLIT = _fixed(
 _MOVE_PAID = _fixed(
     "decline", "move_paid", ("day",),
     lambda p: "Instalment {paid_seq} (due {paid_due_date}) is already paid, and a paid instalment cannot be changed "
-              f"(rule paid_immutable), so it cannot be moved to the {_ordinal(p['day'])}. Your plan stays as it is.",
-    texts=lambda p: {"day": _ordinal(p["day"])})
+              f"(rule paid_immutable), so it cannot be moved to the {ordinal(p['day'])}. Your plan stays as it is.",
+    texts=lambda p: {"day": ordinal(p["day"])})
 
 
 def _overpay_paths(p: Mapping[str, Any]) -> list[tuple[list[Call], list[Call], str]]:

@@ -278,8 +278,7 @@ def _size(state: State, table: str, key: str) -> int:
     the start's, the same in both states, and only their number of fields is wanted."""
     if table in _BY_PARENT:
         name = "_size_" + table
-        return sum([sibling.__dict__.get(name) or memo(sibling, name, _sibling_size)
-                    for sibling in state.children(table, _BY_PARENT[table], key)])
+        return sum([memo(sibling, name, _sibling_size) for sibling in state.children(table, _BY_PARENT[table], key)])
     record = state.get(table, key)
     if record is None or key != record.id or table in _SHARED_PATHS:
         return len(record_paths(state, table, key))

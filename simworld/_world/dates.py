@@ -27,11 +27,17 @@ __all__ = [
     "months_between",
     "next_due_date",
     "one_year_term_end",
+    "ordinal",
     "parse_date",
     "roll",
     "schedule_dates",
     "shift_years",
 ]
+
+def ordinal(n: int) -> str:
+    """``n`` with its English ordinal suffix: ``1st``, ``2nd``, ``11th``, ``23rd``."""
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 Roll = Literal["following", "modified_following", "preceding", "none"]
