@@ -493,14 +493,14 @@ _DAY_WORDS.update({"thirtieth": 30, "thirty-first": 31})
 #: before a word that goes on about the day ("stay on the tenth.", "moved to the fifteenth as asked"); never before
 #: a noun ("the first instalment"), and "on the first" to "on the fourth" alone are read as positions ("the remainder
 #: on the first").
-_DAY_WORD = re.compile(
+_DAY_WORD = _rx(
     r"the\s+(?:(" + "|".join(sorted(_DAY_WORDS, key=len, reverse=True)) + r")\b"
     r"(?=\s+of\s+(?:the|each|every|this|next|that)\s+month\b)|"
     r"(" + "|".join(sorted((w for w, i in _DAY_WORDS.items() if i >= 5), key=len, reverse=True)) + r")\b"
     r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:as|instead|from|each|every|going|onwards?|starting|when|if|until|through|for now|"
-    r"again|too)\b))", re.I)  # opened by its literal "the", which the engine looks for first; what comes before is
+    r"again|too)\b))")  # opened by its literal "the", which the engine looks for first; what comes before is
 #: checked apart (see :func:`_day_in_digits`): "on" or "to" before the second kind.
-_ON_OR_TO = re.compile(r"(?:^|\W)(?:on|to)\s+$", re.I)
+_ON_OR_TO = _rx(r"(?:^|\W)(?:on|to)\s+$")
 
 
 def _digit_days(text: str) -> str:
@@ -512,7 +512,7 @@ def _digit_days(text: str) -> str:
 def _day_in_digits(m: re.Match[str]) -> str:
     text, start = m.string, m.start()
     if start and (text[start - 1].isalnum() or text[start - 1] == "_") or \
-            m.group(2) and not _ON_OR_TO.search(text, max(0, start - 8), start):
+            m.group(2) and not _ON_OR_TO.regex.search(text, max(0, start - 8), start):
         return m.group(0)  # "breathe", or "the fifth" not after "on" or "to": as written
     word = m.group(1) or m.group(2)
     return m.group(0)[:m.start(m.lastindex or 1) - start] + ordinal(_DAY_WORDS[word.lower()])
