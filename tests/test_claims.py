@@ -7,7 +7,9 @@ written for this file.
 
 from __future__ import annotations
 
+import json
 from datetime import date
+from pathlib import Path
 
 import attrs
 import pytest
@@ -479,3 +481,105 @@ def test_a_reason_after_a_denial_does_not_excuse_it() -> None:
     text = "I haven't taken the payment yet, to be sure you aren't charged twice."
     assert not claims_pass(said(text, final=paid()))
     assert claims_pass(said(text, tool="decline", outcome="decline"))
+
+
+class TestShapes:
+    """A clause is read through its shape (its digits as zeros, but a year's century): the reading must be the
+    clause's own, so no pattern of the reader may tell one digit from another but by that century."""
+
+    CORPORA = sorted((Path(__file__).parent / "fixtures").glob("comms_corpus*.jsonl"))
+
+    @staticmethod
+    def _read_itself(raw: str, imposed: str | None) -> tuple:
+        """The clause read from itself, not from its shape (what the reader did before shapes)."""
+        from graders.claims import _PSEUDO_CLEFT, _body, _read_shape, _statement
+
+        read_ = _read_shape.__wrapped__(raw, imposed)
+        if not read_:
+            return ()
+        cleft, modes = read_
+        clause, body = _body(raw)
+        text = clause[_PSEUDO_CLEFT.search(clause).end():] if cleft else body
+        return tuple(_statement(kind, mode, text) for kind, mode in modes)
+
+    def test_every_clause_of_the_corpora_reads_as_its_shape_does(self) -> None:
+        from graders.claims import _read_clause, _shape
+
+        texts = [json.loads(line)["text"] for path in self.CORPORA
+                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        assert len(texts) > 2000
+        shaped = 0
+        for text in texts:
+            for raw, imposed in clauses(text):
+                shaped += _shape(raw) != raw
+                assert _read_clause.__wrapped__(raw, imposed) == self._read_itself(raw, imposed), raw
+        assert shaped > 1000  # most clauses state a figure: their shape is not themselves
+
+    @pytest.mark.parametrize(("raw", "day"), [("I've moved your due date to the 15th", 15),
+                                              ("Your due day is now the 3rd of each month", 3)])
+    def test_what_a_statement_names_is_read_from_the_clause_itself(self, raw: str, day: int) -> None:
+        assert [s.day for s in read(raw)] == [day]
+        assert [s.clause for s in read(raw)] == [raw]
+
+    def test_a_year_keeps_its_century_in_the_shape(self) -> None:
+        from graders.claims import _shape
+
+        assert _shape("waived in 2024 and 1998, 148.90 on 21 May 2026") == \
+            "waived in 2000 and 1900, 000.00 on 00 May 2000"
+        assert [s.mode for s in read("The late fee was waived in 2024.")] == ["history"]
+
+    def test_no_pattern_of_the_reader_tells_digits_apart_but_by_a_century(self) -> None:
+        """Every pattern of graders.claims, parsed: a digit is matched only as any digit (``\\d``, ``[0-9]``, a class
+        holding them all), never one digit alone, nor a range of some, nor by a back-reference, but for the
+        century of a year (``in (?:19|20)\\d\\d``), which the shape keeps."""
+        import re
+        from re import _constants as c
+        from re import _parser
+
+        from graders import claims
+        from graders._patterns import Pattern
+
+        digits = set(range(ord("0"), ord("9") + 1))
+
+        def told_apart(items) -> list:
+            found = []
+            for op, av in items:
+                if op in (c.LITERAL, c.NOT_LITERAL) and av in digits:
+                    found.append(chr(av))
+                elif op is c.IN:
+                    for o, a in av:
+                        if o in (c.LITERAL, c.NOT_LITERAL) and a in digits:
+                            found.append(chr(a))
+                        elif o is c.RANGE and digits & set(range(a[0], a[1] + 1)) not in (set(), digits):
+                            found.append(f"{chr(a[0])}-{chr(a[1])}")
+                elif op in (c.GROUPREF, c.GROUPREF_EXISTS):
+                    found.append("back-reference")
+                inner = {c.SUBPATTERN: lambda a: [a[-1]], c.MAX_REPEAT: lambda a: [a[2]],
+                         c.MIN_REPEAT: lambda a: [a[2]], c.POSSESSIVE_REPEAT: lambda a: [a[2]],
+                         c.BRANCH: lambda a: a[1], c.ASSERT: lambda a: [a[1]], c.ASSERT_NOT: lambda a: [a[1]],
+                         c.ATOMIC_GROUP: lambda a: [a],
+                         c.GROUPREF_EXISTS: lambda a: [a[1]] + ([a[2]] if a[2] else [])}.get(op)
+                for sub in inner(av) if inner else ():
+                    found += told_apart(sub)
+            return found
+
+        def patterns(value):
+            if isinstance(value, (Pattern, re.Pattern)):
+                yield value
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    yield from patterns(v)
+            elif isinstance(value, dict):
+                for v in value.values():
+                    yield from patterns(v)
+
+        seen, sensitive = 0, {}
+        for name, value in vars(claims).items():
+            for p in patterns(value):
+                seen += 1
+                found = told_apart(_parser.parse(p.pattern, p.flags))
+                if found:
+                    sensitive[name] = sorted(set(found))
+        assert seen > 100
+        assert sensitive == {"_HISTORY": ["0", "1", "2", "9"]}
+        assert "in (?:19|20)\\d\\d" in claims._HISTORY.pattern
