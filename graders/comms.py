@@ -93,8 +93,13 @@ _MONTH = "|".join(_MONTHS) + "|sept|" + "|".join(m[:3] for m in _MONTHS)
 #: Each month's number by its first three letters, matched as :data:`_DATES` matches them: ignoring case as ``re``
 #: folds it, so that a name it reads as a month ("ſep", with a long s) is that month.
 _MONTH_NUMBERS = tuple((re.compile(m[:3], re.I), i) for m, i in _MONTHS.items())
+#: What a date or a day with its month opens with: a digit, or a month's first three letters (or letters like them:
+#: each from the letters months have at that place). Each of their patterns opens with it, a lookahead that any of
+#: their matches passes, so that a position that cannot open one is passed over at once.
+_DATE_OPENS = (rf"(?=[{''.join(sorted({m[0] for m in _MONTHS}))}\d])(?=\d|" +
+               "".join(f"[{''.join(sorted({m[i] for m in _MONTHS}))}]" for i in range(3)) + ")")
 _DATES = re.compile(
-    rf"(?=[{''.join(sorted({m[0] for m in _MONTHS}))}\d])"
+    _DATE_OPENS +
     rf"(?:\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
     rf"|\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\.?,?\s+(?P<y1>\d{{4}})\b"
     rf"|\b(?P<m2>{_MONTH})\.?[^\S\n]+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}})\b)", re.I)
@@ -266,6 +271,8 @@ class _Known:
                          self._read_payment_records, self._read_call_days, self._read_calls, self._read_texts]
         self._records: list[Any] | None = None
         self._minor: dict[tuple[str, int], frozenset[int]] = {}
+        #: Plans read whose instalment amounts, products and counts are not yet in the sets above.
+        self._uncounted: list[tuple[Any, list[Any], list[Any]]] = []
 
     @functools.cached_property
     def plans(self) -> list[Any]:
@@ -363,12 +370,20 @@ class _Known:
         for total in totals:
             self._amount(Decimal(total).scaleb(-places), cur)
         self.totals.setdefault(cur, set()).update(totals)
-        self.parts.setdefault(cur, set()).update(i.amount.minor for i in plan.instalments)
-        times = self.times.setdefault(cur, {})
-        for group in (live, unpaid):
-            for amount, n in Counter(i.amount.minor for i in group).items():
-                times.setdefault(amount, set()).add(n)
-        self.counts.update(n for n in (len(unpaid), len(live)) if n > 1)
+        self._uncounted.append((plan, live, unpaid))  # what only arithmetic reads, read when it is first asked for
+
+    def _count(self) -> None:
+        """The instalment amounts, counted products and instalment counts of the plans read so far (see
+        :meth:`derives`)."""
+        for plan, live, unpaid in self._uncounted:
+            cur = plan.currency
+            self.parts.setdefault(cur, set()).update([i.amount.minor for i in plan.instalments])
+            times = self.times.setdefault(cur, {})
+            for group in (live, unpaid):
+                for amount, n in Counter([i.amount.minor for i in group]).items():
+                    times.setdefault(amount, set()).add(n)
+            self.counts.update(n for n in (len(unpaid), len(live)) if n > 1)
+        self._uncounted.clear()
 
     def complete(self) -> _Known:
         """Read everything (once)."""
@@ -429,6 +444,8 @@ class _Known:
         if value <= 0 or x != x.to_integral_value():
             return False  # nothing is derived to zero, nor to a fraction of a minor unit
         xm, known = int(x), self.complete()._minor_pool(currency, places)
+        if self._uncounted:
+            self._count()
         parts, totals = self.parts.get(currency, set()), self.totals.get(currency, set())
 
         def readings(v: int) -> set[str]:
@@ -842,7 +859,8 @@ _THROUGH = re.compile(r"\b(?:to|until|till|through|thru)\s+(?:the\s+)?$", re.I)
 
 
 #: A digit next to a month's first letters: where a date without its year may be.
-_MAY_BE_DAY = re.compile(rf"\d(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})|(?:{_MONTH})\.?\s+\d", re.I)
+_MAY_BE_DAY = re.compile(rf"{_DATE_OPENS}(?:\d(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})|(?:{_MONTH})\.?\s+\d)",
+                         re.I)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1145,7 +1163,7 @@ _PAIRED = re.compile(r"\)?\s*(?:,|\s[-\u2013\u2014]{1,2}(?=\s))?\s*"
                      r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?(?:the\s+)?", re.I)
 #: A day and month, with or without a year: the date an amount is paired with. A month and the day after it are on
 #: one line (``... in May.\n1. ...`` is a month, then a list's first item).
-_DAY_MONTH = re.compile(rf"(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\b\.?"
+_DAY_MONTH = re.compile(rf"{_DATE_OPENS}(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\b\.?"
                         rf"|(?P<m2>{_MONTH})\.?[^\S\n]+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)"
                         rf"(?:,?\s+(?P<y>\d{{4}})\b)?", re.I)
 #: A date written as ISO 8601 (``2025-08-01``), as the tools give dates.

@@ -528,8 +528,11 @@ def _reversed_after(person: _Person, text: str, words: list[tuple[str, str, int,
 
 
 def _phones(index: _Index, text: str, add: Any) -> None:
+    people = index.with_phones()
+    if not people:
+        return  # no third party's notes hold a phone number: nothing a number in the text could give away
     for m in _PHONE.finditer(text):
         digits = _digits(m.group(0))
-        for person in index.with_phones():
+        for person in people:
             if any(_same_phone(digits, phone) for phone in person.phones):
                 add("phone", person.id, m.group(0))

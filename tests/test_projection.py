@@ -95,3 +95,48 @@ class TestCompare:
         assert found == _whole(expected, actual, keys)
         assert found[1] == len(project(expected, keys)) < len(project(start, keys))
         assert projected_size(expected, keys) == found[1]
+
+
+class TestCountedSize:
+    """A record's number of projected fields is counted from its values, not from its JSON: the same count."""
+
+    def test_every_record_of_every_start_and_end_state_counts_as_its_json(self) -> None:
+        from simworld._grading.projection import _GENERATED, _fields_leaves, _leaves
+        from simworld._world.models import to_json
+
+        seen = set()
+        for scenario in SUITE:
+            for state in (scenario.instance(2).state, *solution_end_states(scenario, 2)):
+                for (table, _rid), record in state.overlay.items():
+                    left_out = _GENERATED.get(table, ())
+                    counted = _fields_leaves(record, left_out)
+                    assert counted == sum(_leaves(v) for k, v in to_json(record).items() if k not in left_out)
+                    assert _fields_leaves(record, ()) == _leaves(to_json(record))
+                    seen.add(table)
+        assert {"plans", "payments", "fees", "policies", "messages"} <= seen
+
+    def test_nested_and_empty_values_and_a_value_it_does_not_know(self) -> None:
+        from simworld._grading.projection import _fields_leaves, _leaves
+
+        @attrs.frozen
+        class Inner:
+            when: date
+            amount: Money
+
+        @attrs.frozen
+        class Outer:
+            pairs: tuple
+            none: tuple
+            words: tuple
+            inner: tuple
+            at: datetime
+            extra: Any
+
+        usd = Money.parse("1.50", "USD")
+        record = Outer(((1, usd), (2, usd)), (), ("a", "b"), (Inner(date(2026, 1, 2), usd),),
+                       datetime(2026, 1, 2, tzinfo=UTC), None)
+        as_json = {"pairs": [[1, "1.50"], [2, "1.50"]], "none": [], "words": ["a", "b"],
+                   "inner": [{"when": "2026-01-02", "amount": "1.50"}], "at": "2026-01-02T00:00:00Z", "extra": None}
+        assert _fields_leaves(record, ()) == _leaves(as_json) == 8
+        assert _fields_leaves(record, ("pairs",)) == 6
+        assert _fields_leaves(attrs.evolve(record, extra=[1, 2]), ()) is None  # a list: its JSON is counted instead

@@ -12,9 +12,13 @@ not the size of the world.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import date
 from typing import Any
 
+import attrs
+
 from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, canonical_json, memo, to_json
+from simworld._world.money import Money
 from simworld._world.state import State
 
 __all__ = ["INSTALMENT_KEYS", "Projection", "compare", "diff", "group_key", "group_records", "instalment_path",
@@ -291,6 +295,9 @@ def _sibling_size(record: Any) -> int:
     if paths is not None:
         return len(paths)
     generated = _GENERATED[record.table]
+    counted = _fields_leaves(record, generated)
+    if counted is not None:
+        return counted
     return sum([_leaves(v) for k, v in to_json(record).items() if k not in generated])
 
 
@@ -303,7 +310,8 @@ def _own_size(record: Any) -> int:
     if table == "plans":
         parts = memo(record, "_plan_parts", _plan_parts)
         return len(_own_paths(record, table, record.id)) if parts is None else _parts_size(parts)
-    return _leaves(to_json(record))
+    counted = _fields_leaves(record, ())
+    return _leaves(to_json(record)) if counted is None else counted
 
 
 def _leaves(value: Any) -> int:
@@ -313,6 +321,58 @@ def _leaves(value: Any) -> int:
     if isinstance(value, list) and value and isinstance(value[0], (list, dict)):
         return sum([_leaves(v) for v in value])
     return 1
+
+
+def _fields_leaves(record: Any, left_out: Iterable[str]) -> int | None:
+    """``_leaves`` of the record's JSON object without the fields ``left_out``, counted from the record's values
+    (its JSON is not made); None when a field holds a value whose JSON this does not know (then count that JSON)."""
+    total = 0
+    for name in _field_names(type(record)):
+        if name in left_out:
+            continue
+        n = _value_leaves(getattr(record, name))
+        if n is None:
+            return None
+        total += n
+    return total
+
+
+def _value_leaves(value: Any) -> int | None:
+    """:func:`_leaves` of the JSON a record's field value is written as (see ``simworld._world.models._dump``): a
+    string, a number, a boolean, null, an amount, a date or an instant is one leaf; a tuple is a list; a record is
+    an object. None for any other value."""
+    kind = type(value)
+    if kind in _LEAF_TYPES or isinstance(value, _DATES):
+        return 1
+    if kind is tuple:
+        if not value:
+            return 1
+        first = type(value[0])
+        if first is not tuple and not attrs.has(first):  # a list of plain values: one leaf, as _flatten writes it
+            return 1 if first in _LEAF_TYPES or isinstance(value[0], _DATES) else None
+        total = 0
+        for item in value:
+            n = _value_leaves(item)
+            if n is None:
+                return None
+            total += n
+        return total
+    if attrs.has(kind):
+        return _fields_leaves(value, ())
+    return None
+
+
+#: Field values written as one JSON leaf (an amount as its decimal string); dates and instants too (:data:`_DATES`).
+_LEAF_TYPES = frozenset({str, int, bool, float, type(None), Money})
+_DATES = (date,)  # a datetime is a date
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
+    return names
 
 
 #: Tables whose records are projected under something other than their key (two records can share it).
