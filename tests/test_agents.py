@@ -55,10 +55,19 @@ class TestRandomAgentReading:
     @example("about pol_", None)  # the first step: "None" joins the request's last word, as it always did
     @example("about cus_01", None)
     @example("about cus_01", {"plan_id": "pln_001"})
+    @example("", {"notes": "x\x7fpay-2", "ok": True, "n": None, "ids": ["pln_001", {"k": "fee-1"}]})
+    @example("", {"notes": "pln_001\\pay-2 é\u200bcus-1\x85pol-3"})
     @given(st.text(alphabet="cuspolnfeay_-01{}'\" \né", max_size=40),
            st.one_of(st.none(), st.text(alphabet="cuspolnfeay_-01{}'\" \n\x7fé", max_size=30),
                      st.dictionaries(st.text(alphabet="cuspoln_-01", max_size=6),
                                      st.text(alphabet="cuspolnfeay_-01{}'\" \n\x7fé", max_size=20), max_size=3),
+                     # a result as tools give them: nested, with literals, and escapes (a backslash, a control)
+                     st.dictionaries(st.text(alphabet="cuspoln_-01", max_size=6), st.recursive(
+                         st.none() | st.booleans() | st.integers(-5, 10**20) | st.floats(allow_nan=False) |
+                         st.text(alphabet="cuspolnfeay_-01'\" \\\t\x85\u200b\x7féTrueNn", max_size=20),
+                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                             st.text(alphabet="cuspolnfeay_-01", max_size=6), inner, max_size=3), max_leaves=8),
+                         max_size=4),
                      st.lists(st.text(alphabet="cuspoln_-01", max_size=8), max_size=3)))
     def test_ids_found_as_in_the_request_and_result_joined(self, request_text: str, result: object) -> None:
         """The ids found are those one search of the request followed by the result's repr finds, in order."""
