@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 import math
 import sys
@@ -434,7 +435,37 @@ _scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_valu
             | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20)
             | st.text(alphabet=st.characters(codec="ascii"), min_size=4000, max_size=4200)
             | st.decimals(allow_nan=False, places=2) | st.dates())
-_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=6) | st.tuples(inner, inner)
+
+
+class _Count(enum.IntEnum):
+    TWO = 2
+
+
+class _Word(enum.StrEnum):
+    YES = "yes"
+
+
+class _Colour(enum.Enum):
+    RED = 1
+    PAIR = (1, 2)
+
+
+class _Text(str):
+    pass
+
+
+class _Number(int):
+    pass
+
+
+class _Map(dict):
+    pass
+
+
+# What orjson writes as something else, or hands on: members of enums, a UUID, subclasses, a piece of raw JSON.
+_others = st.sampled_from([_Count.TWO, _Word.YES, _Colour.RED, _Colour.PAIR, uuid.UUID(int=7), _Text("pln_1"),
+                           _Number(5), _Map(a=1), orjson.Fragment(b"[1]"), datetime.datetime(2026, 5, 1, 9)])
+_values = st.recursive(_scalars | _others, lambda inner: st.lists(inner, max_size=6) | st.tuples(inner, inner)
                        | st.dictionaries(st.text(max_size=8), inner, max_size=6), max_leaves=60)
 
 
@@ -442,6 +473,7 @@ _values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=6) | st.
 @given(_values)
 @example(2**63 - 1)
 @example({"a": [2**63, -(2**63) - 1, 2**64, 2**65]})
+@example({"n": _Count.TWO, "w": [_Word.YES], "c": _Colour.RED, "p": _Colour.PAIR, "t": (1, "x")})
 @example({"é": "naïve", "x": "\ud800"})
 @example([1.0, -0.0, float("inf")])
 @example({"k" * 5000: 1})

@@ -235,6 +235,8 @@ def _plan_differing(expected: Any, actual: Any, key: str, found: list[tuple[str,
     return _parts_size(mine)
 
 
+#: The types of the values JSON reads back that are leaves (an object or an array is not).
+_PLAIN_LEAVES = frozenset({str, int, float, bool, type(None)})
 #: The fields of an instalment a plan does not have.
 _NO_FIELDS: dict[str, Any] = {}
 
@@ -249,7 +251,7 @@ def _plan_parts(plan: Any) -> tuple[Projection, dict[int, dict[str, Any]]] | Non
         seq = fields["seq"]
         for left_out in INSTALMENT_KEYS:
             del fields[left_out]
-        if type(seq) is not int or seq in by_seq or any(isinstance(v, (dict, list)) for v in fields.values()):
+        if type(seq) is not int or seq in by_seq or not _PLAIN_LEAVES.issuperset(map(type, fields.values())):
             return None
         by_seq[seq] = fields
     own: Projection = {}

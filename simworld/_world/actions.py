@@ -143,6 +143,9 @@ def plain_value(value: Any, root: str = "") -> tuple[Any, str | None]:
     past :data:`MAX_INT_DIGITS` digits, NaN or an infinity, a key that is not a string, or
     a value of any other type.
     """
+    copy = _json_copy(value)
+    if copy is not _NOT_COPIED:
+        return copy, None
     try:
         return _quick(value, [_QUICK_NODES, _QUICK_TEXT], 0), None
     except Exception:  # _NotQuick, or a container mutated mid-copy: the careful walk reads it, or names why not
@@ -151,6 +154,33 @@ def plain_value(value: Any, root: str = "") -> tuple[Any, str | None]:
         return _walk(value, root)
     except Exception as exc:  # a container mutated mid-walk, a date whose tzinfo raises: refuse, never crash
         return None, f"{root or 'the action'}: could not be read ({type_name(exc)})"
+
+
+def _json_copy(value: Any) -> Any:
+    """A plain copy of ``value`` by a JSON round trip, when that is the copy :func:`_walk` makes: when orjson writes
+    it with no subclass of a builtin, no date and no dataclass (each handed on: it raises), far inside every limit
+    (few bytes, few brackets), and what it reads back equals ``value``. That leaves out what orjson writes as
+    something else (NaN as null, a tuple as a list, a UUID or a plain enum member as text or its value); what it
+    writes of an int or str enum member (its value) is what the walk makes of it. Else ``_NOT_COPIED``."""
+    try:
+        data = orjson.dumps(value, option=_AS_BUILTINS_ONLY)
+    except TypeError:  # what orjson does not write, or hands on
+        return _NOT_COPIED
+    if len(data) > _JSON_BYTES or data.count(b"[") + data.count(b"{") > _JSON_LEVELS:
+        return _NOT_COPIED
+    copy = orjson.loads(data)
+    try:
+        same = copy == value
+    except Exception:  # noqa: BLE001 - an enum member's own __eq__ that raises: the walk reads it
+        return _NOT_COPIED
+    return copy if same is True else _NOT_COPIED
+
+
+_NOT_COPIED = object()
+_AS_BUILTINS_ONLY = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+#: What the JSON copy takes: each value takes a byte at least, and each level a bracket, so a copy within these is
+#: far inside :data:`MAX_NODES`, :data:`MAX_DEPTH`, :data:`MAX_STRING_CHARS` and :data:`MAX_TEXT_CHARS`.
+_JSON_BYTES, _JSON_LEVELS = 4096, 16
 
 
 class _NotQuick(Exception):

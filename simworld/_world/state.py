@@ -178,16 +178,24 @@ class State:
             object.__setattr__(self, "_changes_cache", cache)
         changes = cache.get((table, field))
         if changes is None:
-            replaces = False
-            added: dict[Any, list[Any]] = {}
-            base = self.base.tables[table]
-            for (t, rid), record in self.overlay.items():
-                if t == table:
-                    if rid in base:
-                        replaces = True
+            tables = cache.get(None)
+            if tables is None:  # the overlay read once for every table: what it replaces, and what it adds
+                tables = cache[None] = {}
+                base = self.base.tables
+                for (t, rid), record in self.overlay.items():
+                    held = tables.get(t)
+                    if held is None:
+                        held = tables[t] = [False]
+                    if rid in base[t]:
+                        held[0] = True
                     else:
-                        added.setdefault(getattr(record, field), []).append(record)
-            changes = cache[(table, field)] = (replaces, added)
+                        held.append(record)
+            held = tables.get(table)
+            added: dict[Any, list[Any]] = {}
+            if held is not None:
+                for record in held[1:]:
+                    added.setdefault(getattr(record, field), []).append(record)
+            changes = cache[(table, field)] = (held is not None and held[0], added)
         return changes
 
     def put(self, record: Any) -> State:
