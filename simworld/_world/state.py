@@ -171,6 +171,7 @@ class State:
     def _changes(self, table: str, field: str) -> tuple[bool, dict[Any, list[Any]]]:
         """Whether the overlay replaces any of the snapshot's records of ``table``, and the records it adds to it
         by their ``field``: found once per state and field, since a state never changes."""
+        cache: dict[Any, Any]
         try:
             cache = self.__dict__["_changes_cache"]
         except KeyError:
@@ -178,8 +179,9 @@ class State:
             object.__setattr__(self, "_changes_cache", cache)
         changes = cache.get((table, field))
         if changes is None:
-            tables = cache.get(None)
-            if tables is None:  # the overlay read once for every table: what it replaces, and what it adds
+            # Per table: whether the overlay replaces one of its records, then the records it adds to it.
+            tables: dict[str, list[Any]] | None = cache.get(None)
+            if tables is None:  # the overlay read once for every table
                 tables = cache[None] = {}
                 base = self.base.tables
                 for (t, rid), record in self.overlay.items():
