@@ -249,6 +249,9 @@ _REAL_DATE_TYPES = (date, datetime)
 #: Types whose values are their own JSON, and the record classes (by exact type: what :func:`_dump` checks first).
 _AS_IS = frozenset({str, int, bool, type(None)})
 _RECORDS = frozenset({*MODELS.values(), Instalment})
+#: Kinds of record a start remakes (a customer's policy, their payment history) that the state hash digests but a
+#: tool seldom shows: their canonical JSON is made alone (see :func:`canonical_json`).
+_HASHED_FIRST = frozenset({Customer, Policy, Payment})
 
 #: Each record class's field names, in declaration order.
 _NAMES: dict[type[Any], tuple[str, ...]] = {}
@@ -323,11 +326,12 @@ def _encoded_generic(record: Any) -> tuple[bytes, bytes]:
     return orjson.dumps(plain), orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)
 
 
-#: Per record class, its compiled encoder (see :func:`_encoder`).
+#: Per record class, its compiled encoder (see :func:`_encoder`), and the one that makes its canonical JSON alone.
 _ENCODERS: dict[type[Any], Callable[[Any], tuple[bytes, bytes] | None]] = {}
+_CANONICAL_ENCODERS: dict[type[Any], Callable[[Any], Any]] = {}
 
 
-def _encoder(cls: type[Any]) -> Callable[[Any], tuple[bytes, bytes] | None]:
+def _encoder(cls: type[Any], canonical_only: bool = False) -> Callable[[Any], Any]:
     """A function that encodes a record of ``cls`` as :func:`_encoded_generic` does, written out for the types its
     fields are declared with: one dict display per kind of JSON instead of a call per field. It returns None when
     a value is not of its declared type (the generic encoder takes that record).
@@ -368,7 +372,9 @@ def _encoder(cls: type[Any]) -> Callable[[Any], tuple[bytes, bytes] | None]:
             canonical.append(f"{f.name!r}: {v}")
     body = "\n    ".join(before)
     test = " and ".join(checks) or "True"
-    if nested:
+    if canonical_only:
+        made = f"return _dumps({{{', '.join(canonical)}}}, option=_SORT)"
+    elif nested:
         made = (f"return _dumps({{{', '.join(plain)}}}), _dumps({{{', '.join(canonical)}}}, option=_SORT)")
     else:
         made = f"plain = {{{', '.join(plain)}}}\n    return _dumps(plain), _dumps(plain, option=_SORT)"
@@ -379,7 +385,7 @@ def _encoder(cls: type[Any]) -> Callable[[Any], tuple[bytes, bytes] | None]:
         "_records_json": _records_json, "_dump": _dump, "_dumps": orjson.dumps, "_SORT": orjson.OPT_SORT_KEYS,
     }
     exec(compile(source, f"<simworld record encoder {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
-    encode: Callable[[Any], tuple[bytes, bytes] | None] = scope["encode"]
+    encode: Callable[[Any], Any] = scope["encode"]
     return encode
 
 
@@ -459,11 +465,25 @@ def json_bytes(record: Any) -> bytes:
 
 def canonical_json(record: Any) -> bytes:
     """The record's canonical JSON (keys sorted at every level, no whitespace) as bytes, computed once per record:
-    what its digest is taken of."""
+    what its digest is taken of.
+
+    A record of a kind a tool seldom shows (see :data:`_HASHED_FIRST`) gets its canonical JSON alone: its JSON is
+    made, with its canonical JSON again, if a tool shows it later.
+    """
+    cache = record.__dict__
     try:
-        return record.__dict__["_canonical_json"]
+        return cache["_canonical_json"]
     except KeyError:
+        pass
+    kind = type(record)
+    if kind not in _HASHED_FIRST:
         return _encoded(record)[1]
+    encode = _CANONICAL_ENCODERS.get(kind)
+    if encode is None:
+        encode = _CANONICAL_ENCODERS[kind] = _encoder(kind, canonical_only=True)
+    canonical = encode(record) or _encoded_generic(record)[1]
+    cache["_canonical_json"] = canonical
+    return canonical
 
 
 def json_fragment(record: Any) -> orjson.Fragment:
