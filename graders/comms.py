@@ -267,7 +267,7 @@ class _Known:
         self.counts: set[int] = set()
         self._episode = episode
         #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
-        self._sources = [self._read_plans, self._read_own_records, self._read_plan_records,
+        self._sources = [self._read_plans, self._read_plan_days, self._read_own_records, self._read_plan_records,
                          self._read_payment_records, self._read_call_days, self._read_calls, self._read_texts]
         self._records: list[Any] | None = None
         self._minor: dict[tuple[str, int], frozenset[int]] = {}
@@ -310,6 +310,18 @@ class _Known:
                 if plan is not None and id(plan) not in read:  # a plan the episode left alone is read once
                     read.add(id(plan))
                     self._read_plan(plan)
+
+    def _read_plan_days(self) -> None:
+        """The days of the target's plans' instalments before and after (when each is due and drafted): the dates a
+        text most often states, found without reading every record."""
+        episode = self._episode
+        read: set[int] = set()
+        for state in (episode.initial_state, episode.final_state):
+            for plan in (state.get("plans", p.id) for p in self.plans):
+                if plan is not None and id(plan) not in read:
+                    read.add(id(plan))
+                    self.dates.update([i.due_date for i in plan.instalments])
+                    self.dates.update([i.draft_date for i in plan.instalments])
 
     def _read_own_records(self) -> None:
         """Every figure the target's records show, before and after, but their plans' and payments': the customer,
