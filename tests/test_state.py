@@ -220,6 +220,21 @@ class TestCompiledEncoders:
                 seen.add(type(record))
         assert seen == set(_HASHED_FIRST)
 
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.tuples(st.one_of(st.integers(-5, 99), st.booleans()),
+                              st.one_of(st.integers(-(10**12), 10**12).map(lambda m: Money(m, "USD")),
+                                        st.integers(0, 10**6).map(lambda m: Money(m, "KWD")), st.none())),
+                    max_size=4).map(tuple) | st.just([(1, "5.00")]) | st.just(((1, 2, 3),)))
+    def test_allocations_written_as_the_generic_encoder_would(self, allocations) -> None:
+        """A payment's allocations, written out, are what the generic per-field encoder writes, whatever they hold."""
+        import orjson
+
+        from simworld._world.models import _allocations, _dump
+
+        fast, generic = _allocations(allocations), _dump(allocations)
+        assert orjson.dumps(fast[0]) == orjson.dumps(generic[0])
+        assert orjson.dumps(fast[1]) == orjson.dumps(generic[1])
+
     def test_optional_fields_set_and_unset(self) -> None:
         """A cancelled policy (a date and an amount in its optional fields) and an active one encode alike."""
         from datetime import date

@@ -361,7 +361,7 @@ def _encoder(cls: type[Any], canonical_only: bool = False) -> Callable[[Any], An
                 before.append(f"j{n} = _records_json({v})")
                 checks.append(f"j{n} is not None")
             else:
-                before.append(f"j{n} = _dump({v})")
+                before.append(f"j{n} = _allocations({v})")
             plain.append(f"{f.name!r}: j{n}[0]")
             canonical.append(f"{f.name!r}: j{n}[1]")
         else:
@@ -382,7 +382,8 @@ def _encoder(cls: type[Any], canonical_only: bool = False) -> Callable[[Any], An
     scope: dict[str, Any] = {
         "_Money": Money, "_DAYS": _DAYS, "_is_day": _is_day, "_INSTANTS": _INSTANTS, "_is_instant": _is_instant,
         "_iso_of": _ISO_DATES.get, "_iso": _iso, "_fm": format_minor, "_fi": format_instant, "_AS_IS": _AS_IS,
-        "_records_json": _records_json, "_dump": _dump, "_dumps": orjson.dumps, "_SORT": orjson.OPT_SORT_KEYS,
+        "_records_json": _records_json, "_allocations": _allocations, "_dumps": orjson.dumps,
+        "_SORT": orjson.OPT_SORT_KEYS,
     }
     exec(compile(source, f"<simworld record encoder {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
     encode: Callable[[Any], Any] = scope["encode"]
@@ -449,6 +450,22 @@ def _records_json(value: Any) -> tuple[orjson.Fragment, orjson.Fragment] | None:
         canonicals.append(canonical)
     return (orjson.Fragment(b"[" + b",".join(plains) + b"]"),
             orjson.Fragment(b"[" + b",".join(canonicals) + b"]"))
+
+
+def _allocations(value: Any) -> tuple[Any, Any]:
+    """:func:`_dump` of a payment's allocations, ``(seq, amount)`` pairs, written out: each pair as ``[seq,
+    "12.34"]``, the same in both kinds of JSON. Anything else (a pair of other types) as :func:`_dump` writes it."""
+    if type(value) is not tuple:
+        return _dump(value)
+    out = []
+    for pair in value:
+        if type(pair) is not tuple or len(pair) != 2:
+            return _dump(value)
+        seq, amount = pair
+        if type(seq) is not int or type(amount) is not Money:
+            return _dump(value)
+        out.append([seq, format_minor(amount.minor, amount.currency)])
+    return out, out
 
 
 def json_bytes(record: Any) -> bytes:
