@@ -153,3 +153,31 @@ class TestBadSpecs:
         script.write_text('{"tool": "get_plan", "args": {}}\n{"tool": 3}\n')
         with pytest.raises(AgentSpecError, match="bad.jsonl:2"):
             build_agent_factory(f"scripted:{script}")
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 10**9), st.lists(st.sampled_from(["cus_001", "pln_002", "fee_003"]), max_size=3))
+def test_the_random_agent_draws_what_random_randint_and_choice_draw(seed: int, ids: list[str]) -> None:
+    """Each drawer gives, from the same generator state, what the public randint/choice calls give."""
+    import random
+
+    from simworld._agents import kinds
+
+    def agent(rng: random.Random) -> object:
+        a = kinds.RandomAgent(0, SID)
+        a.rng, a.ids = rng, list(ids)
+        return a
+
+    public = {
+        kinds._draw_date: lambda r: f"20{r.randint(20, 30)}-{r.randint(1, 12):02d}-{r.randint(1, 31):02d}",
+        kinds._draw_amount: lambda r: f"{r.randint(-5, 2000)}.{r.randint(0, 999):0{r.randint(1, 3)}d}",
+        kinds._draw_text: lambda r: r.choice(ids) if ids and r.random() < 0.8 else r.choice(["", "x", "cus_001"]),
+        kinds._drawer({"type": "integer"}): lambda r: r.randint(0, 32),
+        kinds._drawer({"enum": ["a", "b", "c"]}): lambda r: r.choice(["a", "b", "c"]),
+        kinds._drawer({"type": "array", "items": {"type": "integer"}}):
+            lambda r: [r.randint(0, 32) for _ in range(r.randint(0, 4))],
+    }
+    for drawer, draw in public.items():
+        mine, theirs = random.Random(seed), random.Random(seed)
+        assert [drawer(agent(mine)) for _ in range(5)] == [draw(theirs) for _ in range(5)]
+        assert mine.getstate() == theirs.getstate()

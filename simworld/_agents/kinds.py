@@ -70,7 +70,7 @@ class RandomAgent:
         if observation.step >= self.calls:
             terminal = [t for t in tools if t["name"] in ("finish", "escalate", "request_information", "decline")]
             tools = terminal or tools
-        choice = self.rng.choice(tools)
+        choice = tools[_below(self.rng, len(tools))] if tools else self.rng.choice(tools)
         return {"tool": choice["name"], "args": _drawer(choice["parameters"])(self)}
 
     def _ids_in(self, request: str, result: Any) -> list[str]:
@@ -124,17 +124,21 @@ def _drawer(schema: Mapping[str, Any]) -> Drawer:
 
 
 def _make_drawer(schema: Mapping[str, Any]) -> Drawer:
+    # Drawn as random.Random draws them (choice(seq) is seq[_randbelow(len(seq))], randint(a, b) is
+    # a + _randbelow(b - a + 1)), without the argument checks each of those makes first: the same numbers.
     kind = schema.get("type")
     if "enum" in schema:
         values = schema["enum"]
-        return lambda agent: agent.rng.choice(values)
+        if not values:
+            return lambda agent: agent.rng.choice(values)  # raises, as it always did
+        return lambda agent: values[_below(agent.rng, len(values))]
     if kind == "integer":
-        return lambda agent: agent.rng.randint(0, 32)
+        return lambda agent: _below(agent.rng, 33)
     if kind == "boolean":
         return lambda agent: agent.rng.random() < 0.5
     if kind == "array":
         item = _drawer(schema["items"])
-        return lambda agent: [item(agent) for _ in range(agent.rng.randint(0, 4))]
+        return lambda agent: [item(agent) for _ in range(_below(agent.rng, 5))]
     if kind == "object":
         fields = [(name, _drawer(sub)) for name, sub in schema["properties"].items()]
         return lambda agent: {name: draw(agent) for name, draw in fields}
@@ -147,17 +151,24 @@ def _make_drawer(schema: Mapping[str, Any]) -> Drawer:
 
 def _draw_date(agent: RandomAgent) -> str:
     rng = agent.rng
-    return f"20{rng.randint(20, 30)}-{rng.randint(1, 12):02d}-{rng.randint(1, 31):02d}"
+    return f"20{20 + _below(rng, 11)}-{1 + _below(rng, 12):02d}-{1 + _below(rng, 31):02d}"
 
 
 def _draw_amount(agent: RandomAgent) -> str:
     rng = agent.rng
-    return f"{rng.randint(-5, 2000)}.{rng.randint(0, 999):0{rng.randint(1, 3)}d}"
+    return f"{-5 + _below(rng, 2006)}.{_below(rng, 1000):0{1 + _below(rng, 3)}d}"
 
 
 def _draw_text(agent: RandomAgent) -> str:
     rng, ids = agent.rng, agent.ids
-    return rng.choice(ids) if ids and rng.random() < 0.8 else rng.choice(["", "x", "cus_001"])
+    return ids[_below(rng, len(ids))] if ids and rng.random() < 0.8 else _TEXTS[_below(rng, 3)]
+
+
+_TEXTS = ("", "x", "cus_001")
+#: What ``random.Random.choice`` and ``randint`` draw with: a number below n (``randrange(n)``'s, where a Python
+#: has no such method).
+_below: Callable[[random.Random, int], int] = getattr(random.Random, "_randbelow",
+                                                      lambda rng, n: rng.randrange(n))
 
 
 class _CallableAgent:
