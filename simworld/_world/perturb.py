@@ -48,6 +48,7 @@ generator ignores this order, so seed ``N`` gives the world it always gave.
 from __future__ import annotations
 
 import functools
+import operator
 import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
@@ -329,19 +330,26 @@ def _due_and_draft(year: int, month: int, anchor: int) -> tuple[date, date]:
     return due, _real(roll(due, "following"))
 
 
-#: Each record class's field names, in declaration order (see :func:`_remade`).
-_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+#: Each record class's reader of its field values, in declaration order, and each field's place (see :func:`_remade`).
+_FIELD_VALUES: dict[type[Any], tuple[Callable[[Any], Any], dict[str, int]]] = {}
 
 
 def _remade(record: Any, **changes: Any) -> Any:
     """``attrs.evolve(record, **changes)`` without its generic path (a start remakes a handful of records per
     episode): the record's class called with its field values, ``changes`` in their place."""
     cls = type(record)
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
-    values = record.__dict__
-    return cls(*[changes[name] if name in changes else values[name] for name in names])
+    held = _FIELD_VALUES.get(cls)
+    if held is None:
+        names = tuple(f.name for f in attrs.fields(cls))
+        read = operator.itemgetter(*names) if len(names) > 1 else lambda values: (values[names[0]],)
+        held = _FIELD_VALUES[cls] = (read, {name: i for i, name in enumerate(names)})
+    read, places = held
+    values = list(read(record.__dict__))
+    for name, value in changes.items():
+        place = places.get(name)
+        if place is not None:
+            values[place] = value
+    return cls(*values)
 
 
 def world_vars(state: State, target: dict[str, str], clock: datetime) -> dict[str, Any]:
