@@ -137,10 +137,10 @@ def touched(states: Iterable[State]) -> set[tuple[str, str]]:
     """The business record keys (see :func:`group_key`) any of ``states`` holds in its overlay."""
     keys: set[tuple[str, str]] = set()
     for s in states:
-        for key in s.overlay:
+        for key, record in s.overlay.items():  # an overlay holds records, never None: what s.get gives
             table = key[0]
             if table in _BY_PARENT:  # group_key's, written here: most keys are their own
-                keys.add((table, getattr(s.get(*key), _BY_PARENT[table])))
+                keys.add((table, getattr(record, _BY_PARENT[table])))
             elif table in _BUSINESS:
                 keys.add(key)
     return keys
