@@ -317,7 +317,13 @@ def _required(tree: Any) -> Needs | None:
         return None
     if found is None:
         return None
-    return tuple(tuple(tuple(sorted(_shortest(s))) for s in branch) for branch in found)
+    # Each branch's sets with the likeliest to be missing first (the fewest strings, the longest shortest string: not
+    # "the" or "a"), so that a text without a match is most often told so by the first set asked about.
+    return tuple(tuple(sorted((tuple(sorted(_shortest(s))) for s in branch), key=_unlikeliest)) for branch in found)
+
+
+def _unlikeliest(strings: tuple[str, ...]) -> tuple[int, int]:
+    return len(strings), -min(map(len, strings), default=0)
 
 
 def _shortest(strings: frozenset[str]) -> set[str]:
