@@ -249,7 +249,7 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     if crash is not None and len(steps) + 2 > scenario.max_steps:
         return None  # the crash takes a step of its own: near the budget, the agent loop counts them
     inst = scenario.instance(seed)
-    tools = {n: TOOLS[n] for n in scenario.tools}
+    tools = dict(zip(scenario.tools, map(TOOLS.__getitem__, scenario.tools)))  # {n: TOOLS[n] for n in ...}
     # simworld's own tools read the world's clock, never datetime.now(): simulated time is shown to foreign code
     # (a tool of your own) only, so that a solution played while grading leaves freezegun where the episode left it.
     foreign = _foreign(tools)
@@ -260,7 +260,7 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     analysed, plain = _analysed(steps)
     # A tool of your own may read the world's events: then each call is recorded, as in the agent loop.
     read = None if foreign else analysed
-    plain = plain and all(type(v) in _PLAIN_SCALARS for v in variables.values())
+    plain = plain and _PLAIN_SCALARS.issuperset(map(type, variables.values()))  # each value's type one of them
     results: list[Any] = []
     try:
         for i, step in enumerate(steps):
