@@ -39,8 +39,8 @@ from simworld._world.hashing import blake2b
 from simworld._world.models import json_bytes, record_from_json
 from simworld._world.state import State
 
-__all__ = ["KeptEndStates", "cache_dir", "clear_process_cache", "disk_cache_enabled", "kept_end_states",
-           "set_disk_cache"]
+__all__ = ["KeptEndStates", "cache_dir", "clear_process_cache", "disk_cache_enabled", "hold_end_states",
+           "kept_end_states", "set_disk_cache"]
 
 _FORMAT = 2  # 2: a solution not played yet is null
 #: End states held in memory. A run plays a (scenario, seed)'s trials one after another (with --concurrency N, up to
@@ -51,6 +51,17 @@ _SIZE = 32
 _held: OrderedDict[tuple[int, int], tuple[Scenario, KeptEndStates, tuple[int, ...]]] = OrderedDict()
 _lock = threading.Lock()
 _code: str | None = None
+
+
+def hold_end_states(n: int) -> int:
+    """Hold the end states of at most ``n`` (at least one) (scenario, seed)s from now on, the oldest let go first; the
+    bound it replaces (see :func:`simworld._scenario.scenario.hold_starts`)."""
+    global _SIZE
+    with _lock:
+        before, _SIZE = _SIZE, max(1, n)
+        while len(_held) > _SIZE:
+            _held.popitem(last=False)
+    return before
 
 
 def clear_process_cache() -> None:

@@ -249,7 +249,7 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     if crash is not None and len(steps) + 2 > scenario.max_steps:
         return None  # the crash takes a step of its own: near the budget, the agent loop counts them
     inst = scenario.instance(seed)
-    tools = dict(zip(scenario.tools, map(TOOLS.__getitem__, scenario.tools)))  # {n: TOOLS[n] for n in ...}
+    tools = dict(zip(scenario.tools, map(TOOLS.__getitem__, scenario.tools), strict=True))  # {n: TOOLS[n] ...}
     # simworld's own tools read the world's clock, never datetime.now(): simulated time is shown to foreign code
     # (a tool of your own) only, so that a solution played while grading leaves freezegun where the episode left it.
     foreign = _foreign(tools)

@@ -24,6 +24,7 @@ import attrs
 import orjson
 
 from simworld._episode.deadline import bounded
+from simworld._episode.endstates import hold_end_states
 from simworld._episode.environment import Environment
 from simworld._episode.episode import Episode
 from simworld._episode.judge import graded_line
@@ -46,7 +47,7 @@ from simworld._running.rundir import (
     rewrite_in_order,
     write_meta,
 )
-from simworld._scenario.scenario import Scenario, check_split
+from simworld._scenario.scenario import Scenario, check_split, hold_starts
 from simworld._world.clock import TimeGuard, wall_monotonic, wall_time
 from simworld._world.events import read_events, write_atomic
 from simworld._world.files import as_path
@@ -124,6 +125,11 @@ def suite_digest(scenarios: Sequence[Scenario]) -> str:
 #: The run.json fields a resumed run (and every shard of a merge) must share with the run it continues.
 IDENTITY = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds", "split", "trials", "shard",
             "settings")
+
+
+#: The (scenario, seed)s whose starts and solution end states a run holds while it plays episodes one after another:
+#: the one in play, and the one before it.
+_HELD_IN_TURN = 2
 
 
 def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: str, agent_factory: AgentFactory,
@@ -251,6 +257,11 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     freezing = gc.isenabled() and gc.get_freeze_count() == 0
     if freezing:
         gc.freeze()
+    # The starts and solution end states of the episodes in flight are held, no more: one (scenario, seed) at a time
+    # when episodes are played one after another (its trials follow each other), up to 4N with N threads. Those of
+    # an episode already graded are let go while still in the processor's caches.
+    held = 4 * concurrency if concurrency > 1 else _HELD_IN_TURN
+    held_starts, held_end_states = hold_starts(held), hold_end_states(held)
     try:
         if executor == "ray":
             from simworld._running.executors import on_ray
@@ -279,6 +290,8 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
             write_meta(out, {**meta, "status": "interrupted", "episodes": tally.episodes})
         raise
     finally:
+        hold_starts(held_starts)
+        hold_end_states(held_end_states)
         if results_file is not None:
             results_file.close()
         if freezing:

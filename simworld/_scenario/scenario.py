@@ -59,6 +59,21 @@ _INSTANCES: OrderedDict[tuple[int, int], tuple[Scenario, Perturbed]] = OrderedDi
 #: the next episode would otherwise reuse while it is still in the processor's caches.
 _INSTANCES_SIZE = 16
 _INSTANCES_LOCK = threading.Lock()
+
+
+def hold_starts(n: int) -> int:
+    """Hold at most ``n`` (at least one) perturbed starts from now on, the oldest let go first; the bound it replaces.
+
+    A run that knows how many episodes it has in flight holds that many (see
+    :func:`simworld._running.runner.run_suite`): the starts of episodes already graded are then let go at once,
+    while their records are still in the processor's caches, instead of a dozen episodes later.
+    """
+    global _INSTANCES_SIZE
+    with _INSTANCES_LOCK:
+        before, _INSTANCES_SIZE = _INSTANCES_SIZE, max(1, n)
+        while len(_INSTANCES) > _INSTANCES_SIZE:
+            _INSTANCES.popitem(last=False)
+    return before
 #: Size limits (documented in docs/scenarios.md): the request (prompt.md) and a solution or script file.
 MAX_PROMPT_BYTES = 64 * 1024
 MAX_SCRIPT_BYTES = 1024 * 1024
