@@ -500,3 +500,43 @@ class TestSecrets:
             assert b"MARKER" not in data, path
         assert "MARKER" not in done.stdout + done.stderr
         assert _meta(tmp_path / "o")["settings"] == {"base_url": "http://***@127.0.0.1:9/v1"}
+
+
+class TestHeldStarts:
+    """A run holds the starts and solution end states of its episodes in flight, no more, and gives the bounds back."""
+
+    @pytest.mark.parametrize(("concurrency", "bound"), [(1, 2), (3, 12)])
+    def test_held_while_the_run_plays_and_given_back_after(self, tmp_path: Path, concurrency: int,
+                                                           bound: int) -> None:
+        from simworld._episode import endstates
+        from simworld._scenario import scenario as scenario_module
+
+        suite = load_suite()[:6]
+        seen: list[tuple[int, int, int, int]] = []
+        inner = build_agent_factory("random")
+
+        def factory(scenario, seed, variables):
+            seen.append((len(scenario_module._INSTANCES), scenario_module._INSTANCES_SIZE,
+                         len(endstates._held), endstates._SIZE))
+            return inner(scenario, seed, variables)
+
+        before = (scenario_module._INSTANCES_SIZE, endstates._SIZE)
+        result = run_suite(suite, [0, 1, 2], "random", factory, tmp_path / "run", concurrency=concurrency)
+        assert result.episodes == 18 and result.harness_errors == 0 and len(seen) >= 18
+        assert {(size, ends) for _, size, _, ends in seen} == {(bound, bound)}
+        assert max(held for held, _, _, _ in seen) <= bound and max(e for _, _, e, _ in seen) <= bound
+        assert before == (scenario_module._INSTANCES_SIZE, endstates._SIZE)
+
+    def test_a_lower_bound_lets_the_oldest_go(self) -> None:
+        from simworld._scenario.scenario import _INSTANCES, hold_starts
+
+        scenario = load_suite()[0]
+        before = hold_starts(3)
+        try:
+            for seed in range(6):
+                scenario.instance(seed)
+            assert len(_INSTANCES) == 3
+            hold_starts(1)
+            assert list(_INSTANCES) == [(id(scenario), 5)]
+        finally:
+            hold_starts(before)
