@@ -30,6 +30,7 @@ span of text and the tool and seq of the text.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -158,11 +159,16 @@ class _People:
         self.with_phones = [p for p in self.people.values() if p.phones]
 
 
+_TABLE_OF = operator.itemgetter(0)  # an overlay key's table
+
+
 def _everyone(episode: Any) -> _People:
     """The customers of the episode's initial and final states (the earlier record of one changed). When the
     episode changed no customer record, the snapshot's, read once per snapshot."""
     initial, final = episode.initial_state, episode.final_state
-    if initial.base is final.base and not any(t == "customers" for s in (initial, final) for t, _ in s.overlay):
+    # (whether either overlay holds a customer: its keys' tables compared in C, not key by key in Python)
+    if initial.base is final.base and not any(
+            "customers" in map(_TABLE_OF, s.overlay) for s in (initial, final)):
         return memo(initial.base, "_disclosure_people", lambda base: _People(
             {c.id: memo(c, "_disclosure_person", _Person) for c in base.tables["customers"].values()}))
     people: dict[str, _Person] = {}

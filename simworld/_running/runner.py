@@ -128,8 +128,8 @@ IDENTITY = ("simworld", "agent", "scenarios", "suite_digest", "snapshot", "seeds
 
 
 #: The (scenario, seed)s whose starts and solution end states a run holds while it plays episodes one after another:
-#: the one in play, and the one before it.
-_HELD_IN_TURN = 2
+#: the one in play (its trials follow each other; the next (scenario, seed) starts once this one's are graded).
+_HELD_IN_TURN = 1
 
 
 def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: str, agent_factory: AgentFactory,
@@ -257,9 +257,9 @@ def run_suite(scenarios: Sequence[Scenario], seeds: Sequence[int], agent_name: s
     freezing = gc.isenabled() and gc.get_freeze_count() == 0
     if freezing:
         gc.freeze()
-    # The starts and solution end states of the episodes in flight are held, no more: one (scenario, seed) at a time
-    # when episodes are played one after another (its trials follow each other), up to 4N with N threads. Those of
-    # an episode already graded are let go while still in the processor's caches.
+    # The starts and solution end states of the episodes in flight are held, no more: one (scenario, seed) when
+    # episodes are played one after another, up to 4N with N threads. Those of an episode already graded are let go
+    # while still in the processor's caches.
     held = 4 * concurrency if concurrency > 1 else _HELD_IN_TURN
     held_starts, held_end_states = hold_starts(held), hold_end_states(held)
     try:
