@@ -187,6 +187,11 @@ class State:
             object.__setattr__(self, "_changes_cache", cache)
         changes = cache.get((table, field))
         if changes is None:
+            made = self.__dict__.get("_made_from")
+            if made is not None and table not in made[1]:
+                # Made by a write to other tables: this table's records are the earlier state's, and so its answer.
+                changes = cache[(table, field)] = made[0]._changes(table, field)
+                return changes
             # Per table: whether the overlay replaces one of its records, then the records it adds to it.
             tables: dict[str, list[Any]] | None = cache.get(None)
             if tables is None:  # the overlay read once for every table
@@ -211,15 +216,26 @@ class State:
     def put(self, record: Any) -> State:
         """Return a new state in which ``record`` replaces the record with its id (or is added)."""
         overlay = dict(self.overlay)
-        overlay[(type(record).table, record.id)] = record
-        return State(self.base, overlay)
+        table = type(record).table
+        overlay[(table, record.id)] = record
+        return self._made(overlay, (table,))
 
     def put_all(self, records: Iterable[Any]) -> State:
         """Return a new state in which each of ``records`` is put in turn (as :meth:`put` would, in one copy)."""
         overlay = dict(self.overlay)
+        tables = set()
         for record in records:
-            overlay[(type(record).table, record.id)] = record
-        return State(self.base, overlay)
+            table = type(record).table
+            tables.add(table)
+            overlay[(table, record.id)] = record
+        return self._made(overlay, tables)
+
+    def _made(self, overlay: dict[tuple[str, str], Any], tables: Iterable[str]) -> State:
+        """A state of this one's base with ``overlay``, made from this one by writes to ``tables`` alone: what it
+        holds of any other table is this one's (see :meth:`_changes`)."""
+        made = State(self.base, overlay)
+        object.__setattr__(made, "_made_from", (self, tables))
+        return made
 
     @property
     def business_hash(self) -> str:
