@@ -266,9 +266,12 @@ class _Known:
         #: The target's plans' instalment counts (all, and unpaid, before and after).
         self.counts: set[int] = set()
         self._episode = episode
-        #: What is read, cheapest first; a figure is looked for in each in turn until it is found.
-        self._sources = [self._read_plans, self._read_plan_days, self._read_own_records, self._read_plan_records,
-                         self._read_payment_records, self._read_call_days, self._read_calls, self._read_texts]
+        #: What is read, cheapest first; a figure is looked for in each in turn until it is found. The functions, not
+        #: this object's bound methods: those would hold it in a cycle (and the episode with it) until the collector
+        #: ran, where a grader's last reference otherwise frees it at once.
+        self._sources = [_Known._read_plans, _Known._read_plan_days, _Known._read_own_records,
+                         _Known._read_plan_records, _Known._read_payment_records, _Known._read_call_days,
+                         _Known._read_calls, _Known._read_texts]
         self._records: list[Any] | None = None
         self._minor: dict[tuple[str, int], frozenset[int]] = {}
         #: Plans read whose instalment amounts, products and counts are not yet in the sets above.
@@ -290,7 +293,7 @@ class _Known:
         """Read the next source; False when everything has been read."""
         if not self._sources:
             return False
-        self._sources.pop(0)()
+        self._sources.pop(0)(self)
         self._minor.clear()
         return True
 

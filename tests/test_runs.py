@@ -540,3 +540,22 @@ class TestHeldStarts:
             assert list(_INSTANCES) == [(id(scenario), 5)]
         finally:
             hold_starts(before)
+
+
+@pytest.mark.parametrize("agent", ["reference", "random"])
+def test_a_graded_episode_leaves_no_reference_cycle(tmp_path: Path, agent: str) -> None:
+    """What an episode made is freed when its last reference goes, not left to the cycle collector: a graded
+    episode (its states, events, and what the graders built of it) is freed at once, while still in the caches."""
+    import gc
+
+    suite = load_suite()
+    factory = build_agent_factory(agent)
+    run_suite(suite, [3], agent, factory, tmp_path / "warm")  # what a process makes once (caches) made first
+    gc.collect()
+    gc.disable()
+    try:
+        result = run_suite(suite, [4, 5], agent, factory, tmp_path / "run")
+        assert result.episodes == 2 * len(suite)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
