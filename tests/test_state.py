@@ -159,10 +159,10 @@ class TestRecordJson:
         """An instalment's JSON and canonical JSON are what the generic per-field encoder gives, whatever it holds."""
         import orjson
 
-        from simworld._world.models import Instalment, _dump, _names, canonical_json, json_bytes
+        from simworld._world.models import Instalment, _dump, canonical_json, field_names, json_bytes
 
         inst = Instalment(rid, seq, due, Money(amount, currency), Money(paid, currency), status, draft)
-        generic = {name: _dump(getattr(inst, name))[0] for name in _names(Instalment)}
+        generic = {name: _dump(getattr(inst, name))[0] for name in field_names(Instalment)}
         assert json_bytes(inst) == orjson.dumps(generic)
         assert canonical_json(inst) == orjson.dumps(generic, option=orjson.OPT_SORT_KEYS)
 

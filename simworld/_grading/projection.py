@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, canonical_json, memo, to_json
+from simworld._world.models import BUSINESS_TABLES, COMMS_TABLES, canonical_json, field_names, memo, to_json
 from simworld._world.money import Money
 from simworld._world.state import State
 
@@ -329,7 +329,7 @@ def _fields_leaves(record: Any, left_out: Iterable[str]) -> int | None:
     """``_leaves`` of the record's JSON object without the fields ``left_out``, counted from the record's values
     (its JSON is not made); None when a field holds a value whose JSON this does not know (then count that JSON)."""
     total = 0
-    for name in _field_names(type(record)):
+    for name in field_names(type(record)):
         if name in left_out:
             continue
         value = getattr(record, name)
@@ -371,14 +371,6 @@ def _value_leaves(value: Any) -> int | None:
 #: Field values written as one JSON leaf (an amount as its decimal string); dates and instants too (:data:`_DATES`).
 _LEAF_TYPES = frozenset({str, int, bool, float, type(None), Money})
 _DATES = (date,)  # a datetime is a date
-_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
-
-
-def _field_names(cls: type[Any]) -> tuple[str, ...]:
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
-    return names
 
 
 #: Tables whose records are projected under something other than their key (two records can share it).

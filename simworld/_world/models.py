@@ -257,7 +257,8 @@ _HASHED_FIRST = frozenset({Customer, Policy, Payment})
 _NAMES: dict[type[Any], tuple[str, ...]] = {}
 
 
-def _names(cls: type[Any]) -> tuple[str, ...]:
+def field_names(cls: type[Any]) -> tuple[str, ...]:
+    """The field names of the record class ``cls``, in declaration order (looked up once per class)."""
     names = _NAMES.get(cls)
     if names is None:
         names = _NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
@@ -317,7 +318,7 @@ def _encoded_generic(record: Any) -> tuple[bytes, bytes]:
     """:func:`_encoded` field by field through :func:`_dump`, for any values: what the compiled encoders
     (:func:`_encoder`) give for the values they take."""
     plain, canonical = {}, {}
-    for name in _names(type(record)):
+    for name in field_names(type(record)):
         value = getattr(record, name)
         if type(value) in _AS_IS:  # most fields: what _dump would give, without the call
             plain[name] = canonical[name] = value
