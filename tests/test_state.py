@@ -298,3 +298,17 @@ class TestSnapshotRoundTrip:
         bad.write_bytes(orjson.dumps(data))
         with pytest.raises(SnapshotError, match=r"bad.json: customers\[0\].*shoe_size"):
             SnapshotLoader().load(bad)
+
+
+def test_a_state_thousands_of_writes_deep_answers_children() -> None:
+    """A state made by thousands of one-record writes (a tool writing a record at a time) still answers children()
+    for a table it never wrote, as a full scan does, without recursing down the chain."""
+    from simworld._world.models import Credit
+
+    state = _snap().state()
+    for i in range(5000):
+        state = state.put(Credit(f"cr-deep-{i}", "pln_001", "USD", Money(1, "USD"), "test"))
+    assert state.children("payments", "plan_id", "pln_001") == _children_slowly(state, "payments", "plan_id",
+                                                                                "pln_001")
+    assert len(state.children("credits", "plan_id", "pln_001")) == len(
+        _children_slowly(state, "credits", "plan_id", "pln_001"))

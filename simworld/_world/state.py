@@ -179,39 +179,54 @@ class State:
     def _changes(self, table: str, field: str) -> tuple[bool, dict[Any, list[Any]]]:
         """Whether the overlay replaces any of the snapshot's records of ``table``, and the records it adds to it
         by their ``field``: found once per state and field, since a state never changes."""
-        cache: dict[Any, Any]
-        try:
-            cache = self.__dict__["_changes_cache"]
-        except KeyError:
+        # A state made by writes to other tables holds this table's records as the earlier state does, and so has its
+        # answer: walked back (not recursed: a tool may write a record at a time, thousands deep) to a state that
+        # knows it or wrote the table, and kept on every state on the way.
+        state, passed = self, []
+        while True:
+            cache = state._answers()
+            changes = cache.get((table, field))
+            if changes is not None:
+                break
+            made = state.__dict__.get("_made_from")
+            if made is None or table in made[1]:
+                changes = cache[(table, field)] = state._changes_here(cache, table, field)
+                break
+            passed.append(cache)
+            state = made[0]
+        for cache in passed:
+            cache[(table, field)] = changes
+        return changes
+
+    def _answers(self) -> dict[Any, Any]:
+        """This state's answers of :meth:`_changes`, by (table, field), and what its overlay holds by table (None)."""
+        cache: dict[Any, Any] | None = self.__dict__.get("_changes_cache")
+        if cache is None:
             cache = {}
             object.__setattr__(self, "_changes_cache", cache)
-        changes = cache.get((table, field))
-        if changes is None:
-            made = self.__dict__.get("_made_from")
-            if made is not None and table not in made[1]:
-                # Made by a write to other tables: this table's records are the earlier state's, and so its answer.
-                changes = cache[(table, field)] = made[0]._changes(table, field)
-                return changes
-            # Per table: whether the overlay replaces one of its records, then the records it adds to it.
-            tables: dict[str, list[Any]] | None = cache.get(None)
-            if tables is None:  # the overlay read once for every table
-                tables = cache[None] = {}
-                base = self.base.tables
-                for (t, rid), record in self.overlay.items():
-                    held = tables.get(t)
-                    if held is None:
-                        held = tables[t] = [False]
-                    if rid in base[t]:
-                        held[0] = True
-                    else:
-                        held.append(record)
-            held = tables.get(table)
-            added: dict[Any, list[Any]] = {}
-            if held is not None:
-                for record in held[1:]:
-                    added.setdefault(getattr(record, field), []).append(record)
-            changes = cache[(table, field)] = (held is not None and held[0], added)
-        return changes
+        return cache
+
+    def _changes_here(self, cache: dict[Any, Any], table: str, field: str) -> tuple[bool, dict[Any, list[Any]]]:
+        """:meth:`_changes` read from this state's own overlay."""
+        # Per table: whether the overlay replaces one of its records, then the records it adds to it.
+        tables: dict[str, list[Any]] | None = cache.get(None)
+        if tables is None:  # the overlay read once for every table
+            tables = cache[None] = {}
+            base = self.base.tables
+            for (t, rid), record in self.overlay.items():
+                held = tables.get(t)
+                if held is None:
+                    held = tables[t] = [False]
+                if rid in base[t]:
+                    held[0] = True
+                else:
+                    held.append(record)
+        held = tables.get(table)
+        added: dict[Any, list[Any]] = {}
+        if held is not None:
+            for record in held[1:]:
+                added.setdefault(getattr(record, field), []).append(record)
+        return held is not None and held[0], added
 
     def put(self, record: Any) -> State:
         """Return a new state in which ``record`` replaces the record with its id (or is added)."""
