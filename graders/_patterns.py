@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -38,7 +38,7 @@ try:
 except ImportError:  # pragma: no cover - an interpreter without them: nothing is filtered
     _sre = _sre_compile = _sre_engine = _sre_parse = None
 
-__all__ = ["FOLDS_TO_ASCII", "Pattern", "compile_pattern", "matching"]
+__all__ = ["FOLDS_TO_ASCII", "Pattern", "compile_expression", "compile_pattern", "matching"]
 
 #: The characters outside ASCII that an ASCII letter of a pattern matches when case is ignored (dotted and
 #: dotless i, long s, the Kelvin sign), or whose lower case is two characters (dotted capital I): a text holding
@@ -94,13 +94,16 @@ class Pattern:
                 return self.needs
             self._tree = _parse(self.pattern, self.flags)
             self.needs = None if self._tree is None else _required(self._tree)
+            if self._tree is not None:  # kept too, for a process in which no text reaches the compiled expression
+                _KEPT.put(self.pattern, self.flags, self.needs)
             return self.needs
         if name == "regex":
             self.needs  # noqa: B018 - read first, so that the expression is parsed once, for both
             kept = self._kept
             regex = None if kept is None else kept.regex(self.pattern)
-            if regex is None:  # a tree parsed here, or (kept code the engine refused) none: parsed again
-                regex, code = _compiled(self.pattern, self.flags, self._tree)
+            if regex is None:  # a tree parsed here; or kept needs alone, or code the engine refused: parsed now
+                tree = self._tree if kept is None else _parse(self.pattern, self.flags)
+                regex, code = _compiled(self.pattern, self.flags, tree)
                 _KEPT.put(self.pattern, self.flags, self.needs, regex, code)
             self.regex = regex
             self._tree = self._kept = None
@@ -180,15 +183,20 @@ _last_text: tuple[str | None, Callable[[str], bool] | None] = (None, None)
 
 class _Compiled:
     """An expression as :func:`_compiled` compiled it in an earlier process (its code for ``_sre.compile`` and its
-    groups), with what its matches need: what a process reads back instead of parsing and compiling it again."""
+    groups), with what its matches need: what a process reads back instead of parsing and compiling it again. An
+    expression whose needs were read but which no text of that process reached has its needs alone (``code`` None)."""
 
     __slots__ = ("code", "flags", "groups", "names", "needs")
 
-    def __init__(self, flags: int, code: list[int], groups: int, names: dict[str, int], needs: Needs | None) -> None:
+    def __init__(self, flags: int, code: list[int] | None, groups: int, names: dict[str, int],
+                 needs: Needs | None) -> None:
         self.flags, self.code, self.groups, self.names, self.needs = flags, code, groups, names, needs
 
     def regex(self, pattern: str) -> re.Pattern[str] | None:
-        """The compiled expression (None if the engine refuses the code: then it is compiled afresh)."""
+        """The compiled expression (None if no code was kept, or the engine refuses it: then it is compiled
+        afresh)."""
+        if self.code is None:
+            return None
         try:
             return _engine_compile(pattern, self.flags, self.code, self.groups, self.names)
         except Exception:  # noqa: BLE001 - code the engine does not take (it checks what it is given)
@@ -235,17 +243,24 @@ class _Kept:
             entries = self._entries
         return entries.get(f"{flags}:{pattern}")
 
-    def put(self, pattern: str, flags: int, needs: Needs | None, regex: re.Pattern[str],
-            code: list[int] | None) -> None:
-        """Keep what compiling ``pattern`` afresh gave (``code``: what the engine was given; None when ``re.compile``
-        compiled it), to be written when the process ends."""
-        if self._path is None or code is None:
+    def put(self, pattern: str, flags: int, needs: Needs | None, regex: re.Pattern[str] | None = None,
+            code: list[int] | None = None) -> None:
+        """Keep what parsing ``pattern`` (its needs alone: no ``regex``) or compiling it afresh gave (``code``: what
+        the engine was given; None when ``re.compile`` compiled it), to be written when the process ends."""
+        if self._path is None:
             return
-        entry = [regex.flags, code, regex.groups, dict(regex.groupindex), needs]
+        if regex is not None:
+            if code is None:
+                return
+            entry = [regex.flags, code, regex.groups, dict(regex.groupindex), needs]
+        else:
+            entry = [flags, None, 0, {}, needs]
+        key = f"{flags}:{pattern}"
         with self._lock:
             if not self._new:
                 atexit.register(self.save)
-            self._new[f"{flags}:{pattern}"] = entry
+            if regex is not None or key not in self._new:  # needs alone never replace the compiled expression
+                self._new[key] = entry
 
     def save(self) -> None:
         """Write the kept expressions, those read and those compiled since, to the cache (atomically)."""
@@ -270,6 +285,32 @@ _KEPT = _Kept()
 def compile_pattern(pattern: str, flags: int = 0) -> Pattern:
     """``re.compile(pattern, flags)``, compiled at its first use, with what its matches need read off it."""
     return Pattern(pattern, flags)
+
+
+def compile_expression(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)``, compiled at its first use and kept between processes as a :class:`Pattern` is,
+    for an expression run as it is (at a position, with no filter): what it gives answers as the compiled expression
+    in every way but ``isinstance``."""
+    return cast("re.Pattern[str]", _Expression(pattern, flags))
+
+
+class _Expression:
+    """An expression compiled when one of its attributes is first asked for. The attribute (``search``, ``match``,
+    ...) is the compiled expression's own, found there once and then kept on this object, so that a call costs what
+    a call of the compiled expression does."""
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self._of = Pattern(pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_of" or name.startswith("__"):  # copying and pickling look for these before __init__ has run
+            raise AttributeError(name)
+        value = getattr(self._of.regex, name)
+        self.__dict__[name] = value
+        return value
+
+    def __repr__(self) -> str:
+        return repr(self._of.regex)
 
 
 def _parse(pattern: str, flags: int) -> Any:

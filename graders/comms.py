@@ -52,6 +52,7 @@ from typing import Any
 
 import attrs
 
+from graders._patterns import compile_expression as expression  # re.compile, compiled at first use
 from graders._records import target_records as _target_records
 from graders.claims import CLAIMS, check_claims
 from graders.disclosure import disclosures
@@ -82,7 +83,7 @@ _NAMES = {"euro": "EUR", "euros": "EUR", "pound": "GBP", "pounds": "GBP", "sterl
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 # Each pattern opens with a lookahead for the characters one of its matches can open with (a code's first letter, a
 # symbol, a digit; a month's first letter): a position that cannot open one is passed over at once.
-_MONEY = re.compile(
+_MONEY = expression(
     rf"(?=[{''.join(sorted({c[0] for c in EXPONENTS}))}$€£¥₩\d])"
     rf"(?:(?:(?P<pre>\b(?:{_CODES})(?![A-Za-z])|\bUS\$|[$€£¥₩])\s?(?P<a>{_NUM}))"
     rf"|(?:(?<![\d.,-])(?P<b>{_NUM})(?![\d%-])(?:\s?(?P<post>\b(?:{_CODES})\b)|"
@@ -92,13 +93,13 @@ _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", 
 _MONTH = "|".join(_MONTHS) + "|sept|" + "|".join(m[:3] for m in _MONTHS)
 #: Each month's number by its first three letters, matched as :data:`_DATES` matches them: ignoring case as ``re``
 #: folds it, so that a name it reads as a month ("ſep", with a long s) is that month.
-_MONTH_NUMBERS = tuple((re.compile(m[:3], re.I), i) for m, i in _MONTHS.items())
+_MONTH_NUMBERS = tuple((expression(m[:3], re.I), i) for m, i in _MONTHS.items())
 #: What a date or a day with its month opens with: a digit, or a month's first three letters (or letters like them:
 #: each from the letters months have at that place). Each of their patterns opens with it, a lookahead that any of
 #: their matches passes, so that a position that cannot open one is passed over at once.
 _DATE_OPENS = (rf"(?=[{''.join(sorted({m[0] for m in _MONTHS}))}\d])(?=\d|" +
                "".join(f"[{''.join(sorted({m[i] for m in _MONTHS}))}]" for i in range(3)) + ")")
-_DATES = re.compile(
+_DATES = expression(
     _DATE_OPENS +
     rf"(?:\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
     rf"|\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\.?,?\s+(?P<y1>\d{{4}})\b"
@@ -106,8 +107,8 @@ _DATES = re.compile(
 #: The largest count a split takes (the policy's), and the largest count a text may state that an amount is
 #: divided by or multiplied by (days in a term, months).
 MAX_SPLIT, MAX_COUNT = 12, 400
-_ISO_IN_DATA = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_AMOUNT_IN_DATA = re.compile(r"^-?\d+(?:\.\d+)?$")
+_ISO_IN_DATA = expression(r"^\d{4}-\d{2}-\d{2}")
+_AMOUNT_IN_DATA = expression(r"^-?\d+(?:\.\d+)?$")
 
 #: Typographic punctuation as chat models write it, read as its plain form: curly apostrophes and quotes
 #: ("I\u2019ve waived"), hard and narrow spaces ("KWD\u00a03.451"), hyphens that do not break, the minus sign and the
@@ -120,21 +121,21 @@ _PLAIN_PUNCTUATION = str.maketrans({
     "\u200b": "", "\u200c": "", "\u200d": "", "\u2060": "", "\ufeff": "", "\u00ad": "",
 })
 #: Any character :data:`_PLAIN_PUNCTUATION` maps.
-_TYPOGRAPHIC = re.compile("[" + "".join(sorted(map(chr, _PLAIN_PUNCTUATION))) + "]")
+_TYPOGRAPHIC = expression("[" + "".join(sorted(map(chr, _PLAIN_PUNCTUATION))) + "]")
 #: Markdown emphasis around words (``**\u00a3300.00**``, ``*roughly*``), in pairs on one line: the words are read
 #: without it ("roughly **\u20ac123.50**" is as hedged as "roughly \u20ac123.50", "Thursday, **5 May**" is a weekday
 #: and its date). A bullet's ``* `` and a lone ``3*4`` are no pair.
-_EMPHASIS = re.compile(r"(\*{1,3})(?=[^\s*])(.+?)(?<=[^\s*])\1")
+_EMPHASIS = expression(r"(\*{1,3})(?=[^\s*])(.+?)(?<=[^\s*])\1")
 #: A term in quotation marks (``your "due day" is now the 31st``): a few words, read as the words. A longer quotation
 #: (what the customer wrote) keeps its marks.
-_QUOTED_TERM = re.compile(r"\"([A-Za-z][A-Za-z'-]*(?: [A-Za-z][A-Za-z'-]*){0,3})\"")
+_QUOTED_TERM = expression(r"\"([A-Za-z][A-Za-z'-]*(?: [A-Za-z][A-Za-z'-]*){0,3})\"")
 #: The same in underscores (``_15 May 2026_``, ``__£300.00__``), which open and close only outside a word: an id's
 #: underscore (``pln_001``) is none.
-_UNDERSCORED = re.compile(r"(?<![\w_])(_{1,3})(?=[^\s_])(.+?)(?<=[^\s_])\1(?![\w_])")
+_UNDERSCORED = expression(r"(?<![\w_])(_{1,3})(?=[^\s_])(.+?)(?<=[^\s_])\1(?![\w_])")
 
 
 #: What opens a line of its own (a list item, a heading, a table row, a quote): a line break before it is no wrap.
-_BLOCK_START = re.compile(r"(?:[-*+>\u2022]|\d{1,2}[.)])\s|[|#]")
+_BLOCK_START = expression(r"(?:[-*+>\u2022]|\d{1,2}[.)])\s|[|#]")
 #: A line that ends a sentence or opens what follows (``Your new schedule:``): a line break after it is no wrap.
 _LINE_END = (".", "!", "?", ":", ";")
 
@@ -724,7 +725,7 @@ _TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ni
 #: A count written in words, one to ninety-nine (``seven``, ``twenty-four``, ``thirty six``).
 _WORD_NUMBER = rf"(?:(?:{'|'.join(_TENS)})(?:[- ](?:{'|'.join(_UNITS[:9])}))?|" \
                rf"{'|'.join(sorted(_UNITS, key=len, reverse=True))})"
-_COUNT_WORDS = re.compile(rf"(?=[otfsen])\b{_WORD_NUMBER}\b", re.I)  # opening with a number word's first letter
+_COUNT_WORDS = expression(rf"(?=[otfsen])\b{_WORD_NUMBER}\b", re.I)  # opening with a number word's first letter
 
 
 def _number_word(word: str) -> int:
@@ -738,7 +739,7 @@ def _number_word(word: str) -> int:
 #: A word that hedges the amount after it (``about £86``, ``just under ¥11,600``): an honest rounding, not a
 #: figure stated to the minor unit; grouped by the side of it the true amount lies on (either, below, above).
 _ABOUT = r"about|around|roughly|approximately|approx\.?"
-_HEDGE_BEFORE = re.compile(
+_HEDGE_BEFORE = expression(
     rf"(?:(?P<either>\b(?:{_ABOUT}|circa|ca\.|some|close to|in the region of|"
     r"in the ballpark of|on the order of|an estimated|estimated|est\.)|~|≈)"
     r"|(?P<below>\b(?:just|a little|a bit|slightly|not quite)\s+(?:under|below|less than|shy of)|"
@@ -747,13 +748,13 @@ _HEDGE_BEFORE = re.compile(
     r"\s*$", re.I)
 #: A hedge anywhere before an amount in its sentence: an amount there written with fewer decimals than its
 #: currency's is rounded as the hedged one was.
-_HEDGE_IN_SENTENCE = re.compile(rf"\b(?:{_ABOUT}|nearly|almost)\b|~|≈", re.I)
-_HEDGE_AFTER = re.compile(r"^(?:\s*(?:or so|or thereabouts|-ish|ish)\b|\s*\(?(?:approx|approximately|roughly)\b)",
+_HEDGE_IN_SENTENCE = expression(rf"\b(?:{_ABOUT}|nearly|almost)\b|~|≈", re.I)
+_HEDGE_AFTER = expression(r"^(?:\s*(?:or so|or thereabouts|-ish|ish)\b|\s*\(?(?:approx|approximately|roughly)\b)",
                           re.I)
 
 
 #: A bare bound before an amount (``under``, ``below``, ``less than``): a hedge from below when the amount is round.
-_UNDER = re.compile(r"\b(?:under|below|less than)\s*$", re.I)
+_UNDER = expression(r"\b(?:under|below|less than)\s*$", re.I)
 
 
 def _round(written: str) -> bool:
@@ -804,7 +805,7 @@ def _hedged_range(value: Decimal, decimals: int, hedge: str, *, round_figure: bo
 
 #: A span of time a text states (``30 days``, ``12 months``, ``two weeks``), from which a date is one step from a
 #: known one (``after 10 November 2026``, twelve months after a waiver), and ``the day after``.
-_SPAN = re.compile(rf"\b(?P<n>\d{{1,3}}|{_WORD_NUMBER})[- ](?P<unit>day|week|month|year)s?\b"
+_SPAN = expression(rf"\b(?P<n>\d{{1,3}}|{_WORD_NUMBER})[- ](?P<unit>day|week|month|year)s?\b"
                    r"|\b(?P<one>(?:the )?(?:day|week|month|year) (?:after|before|later|earlier)|next day|"
                    r"following day)\b", re.I)
 
@@ -869,12 +870,12 @@ def _next_day(month: int, day: int) -> tuple[int, int]:
 
 
 #: Words before a date that set it aside (``not 30 July``), and those that make it the inclusive end of a span.
-_SET_ASIDE = re.compile(r"\b(?:not|rather than|instead of)\s+(?:on\s+)?(?:the\s+)?$", re.I)
-_THROUGH = re.compile(r"\b(?:to|until|till|through|thru)\s+(?:the\s+)?$", re.I)
+_SET_ASIDE = expression(r"\b(?:not|rather than|instead of)\s+(?:on\s+)?(?:the\s+)?$", re.I)
+_THROUGH = expression(r"\b(?:to|until|till|through|thru)\s+(?:the\s+)?$", re.I)
 
 
 #: A digit next to a month's first letters: where a date without its year may be.
-_MAY_BE_DAY = re.compile(rf"{_DATE_OPENS}(?:\d(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})|(?:{_MONTH})\.?\s+\d)",
+_MAY_BE_DAY = expression(rf"{_DATE_OPENS}(?:\d(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH})|(?:{_MONTH})\.?\s+\d)",
                          re.I)
 
 
@@ -1012,12 +1013,12 @@ def _figures(episode: Any, texts: Sequence[tuple[int, str, str]]) -> tuple[Check
 
 
 #: A comparison before an amount that states no figure of its own ("comes to well under 1 euro each").
-_BOUND = re.compile(r"\b(?:well|far|way|much|a lot)\s+(?:under|below|over|above|less than|more than)\s*$", re.I)
+_BOUND = expression(r"\b(?:well|far|way|much|a lot)\s+(?:under|below|over|above|less than|more than)\s*$", re.I)
 #: Words that say an amount is what is left after another (``after the May payment, £708.56 will remain``): a total
 #: less an instalment is then a figure of its own, not an instalment left out of a total.
-_REMAINDER = re.compile(r"\b(?:remain|remains|remaining|left|leaves|leaving|rest|after|once|then|thereafter)\b", re.I)
+_REMAINDER = expression(r"\b(?:remain|remains|remaining|left|leaves|leaving|rest|after|once|then|thereafter)\b", re.I)
 #: Words that name the first or the last few instalments, whose sum a text may state.
-_RUN = re.compile(r"\b(?:first|last|next|remaining|final|rest|other)\b", re.I)
+_RUN = expression(r"\b(?:first|last|next|remaining|final|rest|other)\b", re.I)
 #: The most candidate amounts a hedged figure's range is searched for one arithmetic step from the known ones.
 _MAX_HEDGED = 2_000
 
@@ -1059,7 +1060,7 @@ def _honest_rounding(known: _Known, value: Decimal, decimals: int, hedge: str, p
 
 #: An instalment named by its place (``your next payment``, ``the final instalment``): the figures after it in its
 #: clause are said to be its own.
-_ROLE = re.compile(r"\b(?P<which>next|last|final|first(?=\s+(?:new|higher|lower|revised|updated|reduced|increased|"
+_ROLE = expression(r"\b(?P<which>next|last|final|first(?=\s+(?:new|higher|lower|revised|updated|reduced|increased|"
                    r"changed|adjusted|smaller|larger|bigger|split)\b))\s+(?:monthly\s+|scheduled\s+|regular\s+|"
                    r"remaining\s+|new\s+|higher\s+|lower\s+|revised\s+|updated\s+|reduced\s+|increased\s+|"
                    r"changed\s+|adjusted\s+|smaller\s+|larger\s+|bigger\s+|split\s+)?"
@@ -1071,11 +1072,11 @@ _ROLE = re.compile(r"\b(?P<which>next|last|final|first(?=\s+(?:new|higher|lower|
                    r"|\b(?P<first_new>first)\s+(?:payment|instalment|installment)(?=\s+on the new (?:date|day)\b)",
                    re.I)
 #: Another instalment named after the first (``and the last on ...``): the figures after it are its own.
-_ANOTHER_NAMED = re.compile(r"\s(?:and|then|with|while)\s+(?:the|your)\s", re.I)
+_ANOTHER_NAMED = expression(r"\s(?:and|then|with|while)\s+(?:the|your)\s", re.I)
 #: A rule about an instalment, not a figure of this plan's (``the last one must be due by ...``).
-_RULE_WORDS = re.compile(r"\b(?:must|should|can|could|might|has to|have to|needs? to)\b", re.I)
+_RULE_WORDS = expression(r"\b(?:must|should|can|could|might|has to|have to|needs? to)\b", re.I)
 #: An amount that is a difference (``€236.25 more``), not what an instalment is.
-_RELATIVE = re.compile(r"\s*(?:more|less|higher|lower|extra|above|below)\b", re.I)
+_RELATIVE = expression(r"\s*(?:more|less|higher|lower|extra|above|below)\b", re.I)
 
 
 def _in_the_past(episode: Any, window: str) -> bool:
@@ -1088,24 +1089,24 @@ def _in_the_past(episode: Any, window: str) -> bool:
 #: What follows ``last payment`` when it is the plan's last to come (``your last payment on 5 November``), not the one
 #: made most recently; an amount may come between, with its currency's code (``your last payment, USD 120.51, is
 #: due on``, ``your last payment, 120.51 USD, is due on``).
-_AHEAD = re.compile(r"[\s,]*(?:(?:of\s+)?(?:(?-i:[A-Z]{3})\s+)?\S+(?:\s+(?-i:[A-Z]{3}))?[\s,]+)?"
+_AHEAD = expression(r"[\s,]*(?:(?:of\s+)?(?:(?-i:[A-Z]{3})\s+)?\S+(?:\s+(?-i:[A-Z]{3}))?[\s,]+)?"
                     r"(?:(?:is|will be|falls)\s+)?(?:due\s+)?on\s|"
                     r"\s+due\b", re.I)
 #: Words that put the figures after a named instalment on another one, or on another time (``the next payment
 #: after that``, ``the final payment was``): then nothing is said of it.
-_ELSEWHERE = re.compile(r"\b(?:after|following|then|before|previous|previously|old|originally|would have|was|were|"
+_ELSEWHERE = expression(r"\b(?:after|following|then|before|previous|previously|old|originally|would have|was|were|"
                         r"used to|instead of|rather than|not|from|each|every|all|both|within|until|term|policy|"
                         r"renewal|fee|balance|total)\b|\bn't\b", re.I)
 #: Words that say an instalment changed in the episode: its figures before are then said of it too.
-_CHANGED = re.compile(r"\b(?:deferred|postponed|moved|changed|replaced|cancell?ed|skipped|pushed|rescheduled|"
+_CHANGED = expression(r"\b(?:deferred|postponed|moved|changed|replaced|cancell?ed|skipped|pushed|rescheduled|"
                       r"increased|decreased|reduced|lowered|raised|rises?|rose|goes up|go up|went up|falls?|fell|"
                       r"drops?|dropped|goes down|go down|went down|split|spread|waived|paid|covered|applied|now)\b",
                       re.I)
-_CLAUSE_END = re.compile(r"[.!?;(\n](?:\s|$)|\(|\s[-–—]\s|,\s+(?:and|but|so|which|while)\b")
+_CLAUSE_END = expression(r"[.!?;(\n](?:\s|$)|\(|\s[-–—]\s|,\s+(?:and|but|so|which|while)\b")
 
 
 #: An amount in brackets right after a named instalment (``your next instalment (€148.90) is due on``).
-_AMOUNT_ASIDE = re.compile(rf"\s*\(((?:about |around |approx\. |approximately )?(?:[$€£¥₩]|US\$|(?:{_CODES})\s?)?"
+_AMOUNT_ASIDE = expression(rf"\s*\(((?:about |around |approx\. |approximately )?(?:[$€£¥₩]|US\$|(?:{_CODES})\s?)?"
                            rf"(?:{_NUM})(?:\s?(?:{_CODES}))?)\)")
 #: What ends the words before a named instalment that belong to it: a sentence's end, a line's, a semicolon.
 _OPENERS = (". ", "! ", "? ", "\n", "; ")
@@ -1168,7 +1169,7 @@ def _role_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[st
 #: Tuesday, 5 May 2026``, ``$354.82, collected on Monday 14 July``, ``$354.82 — collected on Monday 14 July``,
 #: ``£78.69 has been overdue since 5 March``, ``the instalment (€93.96) that was due on 5 March``, ``£78.69 due 5
 #: March``: after a word that says so, ``on`` may be left out before a day).
-_PAIRED = re.compile(r"\)?\s*(?:,|\s[-\u2013\u2014]{1,2}(?=\s))?\s*"
+_PAIRED = expression(r"\)?\s*(?:,|\s[-\u2013\u2014]{1,2}(?=\s))?\s*"
                      r"(?:(?:instalment|installment|payment)\s+)?(?:(?:that|which)\s+)?"
                      r"(?:(?:is|are|was|were|will be|falls?|fell|has been|had been|stays?|remains?)\s+)?"
                      r"(?:(?:(?P<now>now|still)|then)\s+)?"
@@ -1178,24 +1179,24 @@ _PAIRED = re.compile(r"\)?\s*(?:,|\s[-\u2013\u2014]{1,2}(?=\s))?\s*"
                      r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?(?:the\s+)?", re.I)
 #: A day and month, with or without a year: the date an amount is paired with. A month and the day after it are on
 #: one line (``... in May.\n1. ...`` is a month, then a list's first item).
-_DAY_MONTH = re.compile(rf"{_DATE_OPENS}(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\b\.?"
+_DAY_MONTH = expression(rf"{_DATE_OPENS}(?:(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH})\b\.?"
                         rf"|(?P<m2>{_MONTH})\.?[^\S\n]+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)"
                         rf"(?:,?\s+(?P<y>\d{{4}})\b)?", re.I)
 #: A date written as ISO 8601 (``2025-08-01``), as the tools give dates.
-_ISO_DATE_AT = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b")
+_ISO_DATE_AT = expression(r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b")
 #: A date that opens a list (``on 12 May, 12 June and 12 July``): an amount then is said of them all, not of one.
-_LIST_NEXT = re.compile(r"\s*(?:,|and|&)\s*(?:the\s+)?(?:\d{1,2}(?:st|nd|rd|th)?\b|\d{4}-\d{2}-\d{2}\b|"
+_LIST_NEXT = expression(r"\s*(?:,|and|&)\s*(?:the\s+)?(?:\d{1,2}(?:st|nd|rd|th)?\b|\d{4}-\d{2}-\d{2}\b|"
                         r"(?:" + _MONTH + r")\b)", re.I)
 
 
 #: What names the instalments left (``remaining instalments``, ``payments left``); the count is the word before.
-_LEFT = re.compile(r"\b(?:(?:remaining|outstanding|unpaid|open)\s+(?:monthly\s+)?(?:instalments|installments|payments)"
+_LEFT = expression(r"\b(?:(?:remaining|outstanding|unpaid|open)\s+(?:monthly\s+)?(?:instalments|installments|payments)"
                    r"|(?:monthly\s+)?(?:instalments|installments|payments)\s+(?:left|remaining|outstanding|to go|"
                    r"still to pay|still due|still to come))\b", re.I)
-_COUNT_BEFORE = re.compile(rf"\b(?P<n>\d{{1,2}}|{_WORD_NUMBER})\s+$", re.I)
+_COUNT_BEFORE = expression(rf"\b(?P<n>\d{{1,2}}|{_WORD_NUMBER})\s+$", re.I)
 #: Words before a count that make it a part of what is left, or another time's count (``the next two remaining
 #: payments``, ``two of the remaining payments``, ``you had eight payments left``).
-_NOT_ALL_LEFT = re.compile(r"\b(?:first|last|next|final|of|had|was|were|would|previously|before|originally|"
+_NOT_ALL_LEFT = expression(r"\b(?:first|last|next|final|of|had|was|were|would|previously|before|originally|"
                            r"then|only|other)\s+(?:the\s+|your\s+)?$", re.I)
 
 
@@ -1226,23 +1227,23 @@ def _count_errors(episode: Any, plans: Sequence[Any], text: str) -> list[tuple[s
 
 
 #: Words that make an amount a total (``£819.44 in total``, ``comes to ¥62,586``, ``210.518 KWD in all``).
-_TOTAL_AFTER = re.compile(r"\s*(?:\)\s*)?(?:in total|in all|altogether|all told|all together|overall)\b", re.I)
-_TOTAL_BEFORE = re.compile(r"\b(?:in total|a total of|totalling|totaling|total(?: is| of)?|comes? to|come to|"
+_TOTAL_AFTER = expression(r"\s*(?:\)\s*)?(?:in total|in all|altogether|all told|all together|overall)\b", re.I)
+_TOTAL_BEFORE = expression(r"\b(?:in total|a total of|totalling|totaling|total(?: is| of)?|comes? to|come to|"
                            r"adds? up to|add up to|amounts? to|worth)\s*(?:of\s+)?$", re.I)
 #: Words that say the instalments counted are those left to pay (not those paid).
-_STILL_TO_PAY = re.compile(r"\b(?:remaining|left|outstanding|unpaid|still to (?:pay|come)|to go|still due|balance)\b",
+_STILL_TO_PAY = expression(r"\b(?:remaining|left|outstanding|unpaid|still to (?:pay|come)|to go|still due|balance)\b",
                            re.I)
 #: A count of instalments (``eight remaining instalments``, ``8 payments``): what a total in its sentence sums.
-_COUNTED = re.compile(rf"\b(\d{{1,2}}|{_WORD_NUMBER})\s+(?:(?:remaining|outstanding|unpaid|more|monthly|further)\s+)*"
+_COUNTED = expression(rf"\b(\d{{1,2}}|{_WORD_NUMBER})\s+(?:(?:remaining|outstanding|unpaid|more|monthly|further)\s+)*"
                       rf"(?:instalments|installments|payments)\b", re.I)
 #: Words before an amount that make it a share, not a total (``divided by seven comes to``, ``each comes to``).
-_A_SHARE = re.compile(r"\b(?:divided|split|each|per|apiece|a month|monthly)\b", re.I)
+_A_SHARE = expression(r"\b(?:divided|split|each|per|apiece|a month|monthly)\b", re.I)
 #: An amount said shared out over the instalments (``comes to 13,427 JPY, shared across your 8 remaining
 #: instalments``): what is added to them, not their total.
-_SHARED_OUT = re.compile(r"[\s,]*(?:and\s+)?(?:(?:is|are|will be|has been|have been)\s+)?"
+_SHARED_OUT = expression(r"[\s,]*(?:and\s+)?(?:(?:is|are|will be|has been|have been)\s+)?"
                          r"(?:shared|spread|split|divided|added|distributed|allocated)\s+"
                          r"(?:across|over|between|among|to|onto|into)\b", re.I)
-_PAID_WORDS = re.compile(r"\b(?:paid|made|received|collected so far|so far)\b", re.I)
+_PAID_WORDS = expression(r"\b(?:paid|made|received|collected so far|so far)\b", re.I)
 
 
 def _total_errors(episode: Any, plans: Sequence[Any], text: str,
@@ -1434,10 +1435,10 @@ def _seq(instalment: Any) -> int:
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAY = r"(?P<wd>mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|rsday|urday)?\.?"
 #: A weekday right before a date (``Friday, 29 May 2026``, ``Fri 29 May 2026``, ``on Friday the 29th of May 2026``).
-_WEEKDAY_BEFORE = re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?$", re.I)
+_WEEKDAY_BEFORE = expression(rf"\b{_WEEKDAY},?\s+(?:the\s+)?$", re.I)
 #: A weekday right after a date (``29 May 2026 (a Friday)``, ``2026-05-29, a Friday``), but not one that opens the
 #: next date of a list (``Friday 29 May 2026, Monday 29 June 2026``: Monday is the 29 June's).
-_WEEKDAY_AFTER = re.compile(rf"^,?\s*\(?(?:a|which is a|that is a|that's a)?\s*{_WEEKDAY}\b"
+_WEEKDAY_AFTER = expression(rf"^,?\s*\(?(?:a|which is a|that is a|that's a)?\s*{_WEEKDAY}\b"
                             rf"(?!,?\s+(?:the\s+)?(?:\d|\*\*\d|(?:{_MONTH})\b))", re.I)
 
 
@@ -1461,7 +1462,7 @@ def _wrong_weekdays(text: str) -> list[tuple[str, str, str]]:
     return out
 
 
-_ANY_WEEKDAY = re.compile(r"\b(?:mon|tue|wed|thu|fri|sat|sun)", re.I)
+_ANY_WEEKDAY = expression(r"\b(?:mon|tue|wed|thu|fri|sat|sun)", re.I)
 
 
 def _wrong_weekdays_of_days(text: str, instalments: Callable[[], Sequence[tuple[str, set[int], tuple[date, date],

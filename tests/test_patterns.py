@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,8 +15,9 @@ from hypothesis import strategies as st
 
 import graders._patterns as patterns
 import graders.claims as claims
+import graders.comms as comms
 import graders.disclosure as disclosure
-from graders._patterns import FOLDS_TO_ASCII, Pattern, compile_pattern
+from graders._patterns import FOLDS_TO_ASCII, Pattern, compile_expression, compile_pattern
 
 #: Every filtered pattern the text graders search with, by name.
 PATTERNS: dict[str, Pattern] = {
@@ -91,6 +94,36 @@ class TestKeptBetweenProcesses:
             again = Pattern(p.pattern, p.flags)
             assert again.regex == re.compile(p.pattern, p.flags)
             assert again.search("THE FEE WAS WAIVED").span() == (4, 18)
+
+    def test_needs_read_without_a_match_are_kept_too(self, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A pattern whose needs a process read, but which no text of it reached, is not parsed again by the next
+        process; that process parses it only when a text may hold a match, and compiles re.compile's expression."""
+        first = self._kept(tmp_path, monkeypatch)
+        p = Pattern(r"\bfee\b.{0,20}?waived", re.I)
+        assert p.search("nothing about it here") is None
+        with pytest.raises(AttributeError):
+            object.__getattribute__(p, "regex")
+        first.save()
+        self._kept(tmp_path, monkeypatch)
+        parsed = []
+        real_parse = patterns._parse
+        monkeypatch.setattr(patterns, "_parse", lambda *a: parsed.append(a) or real_parse(*a))
+        again = Pattern(p.pattern, p.flags)
+        assert again.needs == p.needs and again.search("still nothing") is None
+        assert parsed == []
+        assert again.search("The FEE was waived").span() == (4, 18)
+        assert again.regex == re.compile(p.pattern, p.flags) and len(parsed) == 1
+
+    def test_compiled_code_is_not_replaced_by_needs_alone(self, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Two patterns of one expression, one compiled and one whose needs alone were read, keep the compiled one."""
+        first = self._kept(tmp_path, monkeypatch)
+        compiled, unread = Pattern(r"refund.{0,9}issued"), Pattern(r"refund.{0,9}issued")
+        assert compiled.search("refund was issued") is not None
+        assert unread.search("nothing") is None
+        first.save()
+        self._kept(tmp_path, monkeypatch)
+        monkeypatch.setattr(patterns, "_parse", lambda *a: pytest.fail("parsed again"))
+        assert Pattern(compiled.pattern).regex == re.compile(compiled.pattern)
 
     def test_nothing_is_kept_with_the_disk_cache_off(self, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
         """SIMWORLD_NO_CACHE turns this cache off with the end states'."""
@@ -223,3 +256,46 @@ def test_a_filtered_pattern_answers_as_re(name: str, data: st.DataObject) -> Non
     assert pattern.split(text) == rx.split(text)
     assert [m.span() for m in pattern.finditer(text)] == [m.span() for m in rx.finditer(text)]
     assert pattern.findall(text) == rx.findall(text)
+
+
+class TestExpressions:
+    """compile_expression: an expression run as it is (at a position, unfiltered), compiled at its first use."""
+
+    #: The communications grader's expressions, by name.
+    EXPRESSIONS = {name: e for name, e in vars(comms).items() if isinstance(e, patterns._Expression)}
+
+    def test_the_communications_grader_compiles_its_expressions_at_first_use(self) -> None:
+        """Importing the grader (in a process of its own) compiles none of its expressions."""
+        code = ("import sys, graders.comms as c, graders._patterns as p\n"
+                "made = [n for n, e in vars(c).items() if isinstance(e, p._Expression) and 'search' in vars(e)]\n"
+                "print(len([e for e in vars(c).values() if isinstance(e, p._Expression)]), made)")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
+        count, made = done.stdout.split(" ", 1)
+        assert int(count) >= 40 and made.strip() == "[]", done.stderr[-2000:]
+
+    @pytest.mark.parametrize("name", sorted(EXPRESSIONS))
+    def test_each_is_what_re_compile_gives(self, name: str) -> None:
+        """Each of the grader's expressions is re.compile's: the same code, flags, groups and names."""
+        expression = self.EXPRESSIONS[name]
+        expected = re.compile(expression._of.pattern, expression._of.flags)
+        assert expression._of.regex == expected
+        assert (expression.pattern, expression.flags, expression.groups, expression.groupindex) == (
+            expected.pattern, expected.flags, expected.groups, expected.groupindex)
+
+    def test_it_answers_as_the_compiled_expression(self) -> None:
+        """search, match, finditer, sub and split at positions answer as re's; an attribute the compiled expression
+        lacks is an AttributeError; a malformed expression raises re's error at its first use."""
+        text = "Paid 12 May; next 3 June and 14 July."
+        lazy, expected = compile_expression(r"(?P<d>\d{1,2}) (?P<m>[A-Z][a-z]+)"), re.compile(
+            r"(?P<d>\d{1,2}) (?P<m>[A-Z][a-z]+)")
+        assert lazy.search(text, 10).span() == expected.search(text, 10).span()
+        assert lazy.match(text, 5).groupdict() == expected.match(text, 5).groupdict()
+        assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in expected.finditer(text)]
+        assert lazy.sub(r"\g<m>", text) == expected.sub(r"\g<m>", text)
+        assert lazy.split(text) == expected.split(text)
+        with pytest.raises(AttributeError):
+            lazy.no_such_thing  # noqa: B018
+        broken = compile_expression(r"fee(")
+        with pytest.raises(re.error):
+            broken.search("fee")
