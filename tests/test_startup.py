@@ -169,6 +169,19 @@ class TestVersion:
                               cwd=tmp_path, env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
         assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-2000:]
 
+    def test_a_run_leaves_its_objects_to_the_exit_not_to_the_collector(self, tmp_path: Path) -> None:
+        """The console entry point freezes what the run made before it exits, so that the collector's passes as
+        the interpreter shuts down skip them; the run's files are all written first."""
+        code = ("import atexit, gc, sys; from simworld._edges.launch import main\n"
+                "atexit.register(lambda: print('frozen', gc.get_freeze_count()))\n"
+                "sys.argv = ['simworld', 'run', '--seed', '1', '--scenario', 'waive-small-fee', '--out', sys.argv[1]]\n"
+                "main()")
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                              cwd=tmp_path, env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert int(done.stdout.strip().splitlines()[-1].split()[1]) > 10_000
+        assert len((tmp_path / "out" / "results.jsonl").read_bytes().splitlines()) == 1
+
 
 class TestWhatARunImports:
     #: Modules a run of simworld's own agents has no use for, imported where they are needed instead: calendar

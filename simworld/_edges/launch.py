@@ -16,6 +16,7 @@ readings of ``run``'s options (names, kinds and defaults) equal.
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import re
 import sys
@@ -143,4 +144,8 @@ def main() -> None:
         os.dup2(devnull, sys.stdout.fileno())
         os.dup2(devnull, sys.stderr.fileno())
         code = 1
+    # The process ends here, and with it every object it made: the collector's passes over them as the interpreter
+    # shuts down would free nothing that exiting does not. Frozen, they are passed over (about a twentieth of the
+    # CPU of a one-seed run).
+    gc.freeze()
     sys.exit(code)
