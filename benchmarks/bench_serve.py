@@ -20,10 +20,11 @@ they exit covers whole episodes; divided by the tool calls they made, it is the 
 the server does for those episodes (initialize, DELETE, grading, writing results and event files). The
 server's RSS is read before the clients start, after the warm-up, at the end and after the last episode.
 
-**Open loop** (``--open-loop``): calls are offered at half the capacity the closed loop measured at 50 sessions
-(tool calls per wall second of that run), spread over 50 sessions on a fixed schedule, and the latency of each
-call is counted from when it was due (so a stalled server cannot hide its queue); p50 and p99 are reported.
-Each slot calls every ``50 / rate`` seconds, and the slots' phases are spread evenly over a whole episode (the
+**Open loop** (``--open-loop``): at each level, calls are offered at half the capacity the closed loop measured
+at that level (tool calls per wall second of that run), spread over its N sessions on a fixed schedule, and the
+latency of each call is counted from when it was due (so a stalled server cannot hide its queue); p50 and p99 are
+reported.
+Each slot calls every ``N / rate`` seconds, and the slots' phases are spread evenly over a whole episode (the
 solution's calls), across all client processes from one common origin: at any moment the slots stand at
 different calls of their episodes, as independent agents would. (Phases spread over one call's interval
 instead put every slot at the same call at once, so all 50 episodes ended, were graded and were reopened in
@@ -598,14 +599,15 @@ def main() -> None:
                                                                      args.clients, nice=args.nice)
                     runs.append(run)
                     print(orjson.dumps(run).decode(), flush=True)
-        if args.open_loop:
-            for name, tree in trees.items():
-                closed = [r for r in runs if r["name"] == name and r["sessions"] == 50 and r["mode"] == "closed"]
-                capacity = statistics.median(r["calls_per_s"] for r in closed) if closed else 100.0
-                run = {"name": name, "round": 0, "capacity_calls_per_s": capacity} | measure(
-                    tree, work, 50, args.seconds, args.warmup, args.clients, rate=capacity / 2, nice=args.nice)
-                runs.append(run)
-                print(orjson.dumps(run).decode(), flush=True)
+        if args.open_loop:  # at each level, half the capacity its closed loop measured
+            for n in levels:
+                for name, tree in trees.items():
+                    closed = [r for r in runs if r["name"] == name and r["sessions"] == n and r["mode"] == "closed"]
+                    capacity = statistics.median(r["calls_per_s"] for r in closed)
+                    run = {"name": name, "round": 0, "capacity_calls_per_s": capacity} | measure(
+                        tree, work, n, args.seconds, args.warmup, args.clients, rate=capacity / 2, nice=args.nice)
+                    runs.append(run)
+                    print(orjson.dumps(run).decode(), flush=True)
         if args.raw:  # the plain client reads JSON responses: an SSE-answering server (the old one) cannot be read
             for name, tree in [("new", trees["new"])]:
                 raw_closed = measure(tree, work, 50, args.seconds, args.warmup, 1, raw=True, nice=args.nice)
