@@ -229,11 +229,19 @@ class TestPlayedStraightThrough:
                     assert why is None and state.hash == full.final_state.hash, (sc.id, name)
                     assert list(state.overlay) == list(full.final_state.overlay), (sc.id, name)
 
-    @pytest.mark.parametrize("how", ["no terminal call", "a call refused", "over the step budget", "a bad reference"])
-    def test_a_solution_that_does_not_play_says_why_as_the_agent_loop_does(self, how: str) -> None:
+    @pytest.mark.parametrize("how", ["no terminal call", "a call refused", "a read refused", "a search refused",
+                                     "over the step budget", "a bad reference"])
+    def test_a_solution_that_does_not_play_says_why_as_the_agent_loop_does(self, how: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
         """A solution that does not play straight through is played again by the agent loop, whose reason names
-        what went wrong."""
+        what went wrong (a read that no later step reads, made by its checks alone, too)."""
         from simworld._scenario.scenario import Step
+        from simworld._world.world import World
+
+        passed_over: list[str] = []
+        pass_over = World.pass_over
+        monkeypatch.setattr(World, "pass_over", lambda self, tool, args: passed_over.append(tool.name) or pass_over(
+            self, tool, args))
 
         sc = _fresh(BY_ID["waive-small-fee"])
         steps = sc.solutions[0]
@@ -241,6 +249,10 @@ class TestPlayedStraightThrough:
             steps, expected = steps[:-1], "it stopped with 'agent_stopped'"
         elif how == "a call refused":
             steps, expected = (Step("waive_fee", {"fee_id": "fee_nope", "reason": "x"}), *steps), "fee_nope"
+        elif how == "a read refused":  # a read no later step reads is made by its checks: they refuse it too
+            steps, expected = (*steps[:-1], Step("get_plan", {"plan_id": "pln_nope"}), steps[-1]), "pln_nope"
+        elif how == "a search refused":
+            steps, expected = (*steps[:-1], Step("find_customer", {"query": "  "}), steps[-1]), "query is empty"
         elif how == "over the step budget":
             sc = attrs.evolve(sc, max_steps=len(steps) - 1)
             expected = "it stopped with 'max_steps'"
@@ -249,6 +261,8 @@ class TestPlayedStraightThrough:
         with TimeGuard() as guard:
             state, why = judge._play_solution(sc, 1, guard, "solution.jsonl", steps)
         assert why is not None and expected in why, why
+        if how.endswith("refused") and how != "a call refused":
+            assert passed_over[-1] == steps[-2].tool
 
     def test_a_solution_played_while_grading_leaves_simulated_time_where_the_episode_left_it(self) -> None:
         """simworld's own tools read the world's clock, so a solution played by the end-state grader does not move

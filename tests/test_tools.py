@@ -1332,3 +1332,40 @@ class TestArgumentCheckers:
         """A parameter with a default gets it when the call leaves it out."""
         assert TOOLS["quote_split"].bind({"plan_id": "p", "count": 3}) == {"plan_id": "p", "count": 3,
                                                                            "remainder": "last"}
+
+
+class TestReadsMadeByTheirChecks:
+    """A read's checks (``Tool.checks``) fail exactly when the read does: a solution played while grading makes a read
+    no later step reads by its checks alone (``World.pass_over``), and must reach the same verdict, clock and
+    sequence number as the whole call."""
+
+    CHECKED = tuple(n for n in READ_NAMES if TOOLS[n].checks is not None)
+    #: Each checked read's one parameter and values of every kind it may be given.
+    VALUES = st.one_of(st.sampled_from(["cus_001", "cus_006", "pol_001", "pol_404", "pln_001", "pln_006", "pln_999",
+                                        "maria", "MARIA", "", " ", "\t\n", "nobody at all", "fee_007", "pay_001"]),
+                       st.text(max_size=8), st.integers(-(2**63), 2**64 - 1), st.none(), st.booleans(),
+                       st.lists(st.text(), max_size=2))
+
+    def test_the_reads_that_have_checks(self) -> None:
+        """The lookups and the search have them; a quote, whose checks are its arithmetic, has none."""
+        assert self.CHECKED == ("find_customer", "get_customer", "get_policy", "get_plan", "list_fees",
+                                "list_payments")
+
+    def test_only_a_read_may_have_checks(self) -> None:
+        with pytest.raises(TypeError, match="Kind.READ"):
+            tool(Kind.WRITE, latency=0.1, checks=lambda world: None)
+
+    @settings(max_examples=300, deadline=None)
+    @given(name=st.sampled_from(CHECKED), value=VALUES, extra=st.sampled_from([None, "count", "plan_id", "query"]),
+           drop=st.booleans())
+    def test_passing_over_a_read_is_making_it_without_its_result(self, make_world, name: str, value: Any,
+                                                                   extra: str | None, drop: bool) -> None:
+        (param,) = TOOLS[name].hints
+        args: dict[str, Any] = {} if drop else {param: value}
+        if extra is not None and extra != param:
+            args[extra] = value
+        made, passed = make_world(), make_world()
+        made.seq = passed.seq = 3
+        result = made.apply(name, args)
+        assert passed.pass_over(TOOLS[name], args) is (result is not None), (name, args, result)
+        assert (passed.seq, passed.clock.now, passed.state.hash) == (made.seq, made.clock.now, made.state.hash)

@@ -276,6 +276,13 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
                 if problem is not None:
                     return None
                 tool, args = action["tool"], action.get("args", {})
+            passed = None if read is None or i in read else tools.get(tool)
+            if passed is not None and passed.checks is not None and (crash is None or i + 1 != crash.crash_at_call):
+                # A read whose result no later step reads: its checks, not its result (which no end state holds).
+                if not world.pass_over(passed, args):
+                    return None
+                results.append(None)
+                continue
             if crash is not None and crash.after_side_effect and i + 1 == crash.crash_at_call:
                 # The agent dies after this call lands, before the log has it: the fresh agent that reads the log
                 # makes the call again (when it did not end the episode). Dying before it lands changes nothing.

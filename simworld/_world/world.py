@@ -221,6 +221,20 @@ class World:
             self.outcome = orjson.loads(result_bytes)["outcome"]
         return result_bytes
 
+    def pass_over(self, tool: Any, args: dict[str, Any]) -> bool:
+        """Make a call of a READ ``tool`` that has :attr:`~simworld._world.tools.Tool.checks` as :meth:`apply` makes
+        it, for a caller that reads no result: its arguments bound and its checks made, the clock advanced and the
+        sequence number taken, without building its result (a read changes nothing else). Whether it is ok: exactly
+        when :meth:`apply` gives a result."""
+        try:
+            tool.checks(self, **tool.bind(args))
+            ok = True
+        except ToolError:
+            ok = False
+        self._clock.advance(tool.latency)
+        self._seq += 1
+        return ok
+
     def _run(self, tool: Any, args: Any, args_bytes: bytes, *, record: bool) -> tuple[Status, bytes, Any]:
         """The effect of calling ``tool`` with ``args`` on the state, the clock advanced: its status, its result's
         JSON bytes and, when ``record`` and it ran now, the result as recorded (else None: read it from the bytes).

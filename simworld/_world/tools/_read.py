@@ -185,16 +185,33 @@ def cancellation_args(world: World, tool: str, policy_id: str, cancel_date: str)
     return policy, _in_term(policy, cancel_date, "cancel_date", tool)
 
 
-@tool(Kind.READ, latency=0.3)
+def _query_given(world: World, query: str) -> None:
+    """find_customer's one check."""
+    if not query.strip():
+        raise ToolArgumentError("find_customer: query is empty; pass an id, an e-mail or part of a name.")
+
+
+def _customer_named(world: World, customer_id: str) -> None:
+    world.customer(customer_id)
+
+
+def _policy_named(world: World, policy_id: str) -> None:
+    world.policy_record(policy_id)
+
+
+def _plan_named(world: World, plan_id: str) -> None:
+    world.plan(plan_id)
+
+
+@tool(Kind.READ, latency=0.3, checks=_query_given)
 def find_customer(world: World, query: str) -> dict[str, Any]:
     """Find customers by id, e-mail address, or part of their name.
 
     Args:
         query: A customer id, an e-mail address, or part of a name (case does not matter).
     """
+    _query_given(world, query)
     q = query.strip().lower()
-    if not q:
-        raise ToolArgumentError("find_customer: query is empty; pass an id, an e-mail or part of a name.")
     state = world.state
     if any(table == "customers" for table, _ in state.overlay):
         return {"customers": _found(state.records("customers"), q)}
@@ -228,7 +245,7 @@ def _search_keys(customer: Any) -> tuple[str, str, str]:
     return customer.id.lower(), customer.email.lower(), customer.name.lower()
 
 
-@tool(Kind.READ, latency=0.2)
+@tool(Kind.READ, latency=0.2, checks=_customer_named)
 def get_customer(world: World, customer_id: str) -> orjson.Fragment:
     """Get a customer: contact details, verification, time zone, notes, and their policy ids.
 
@@ -240,7 +257,7 @@ def get_customer(world: World, customer_id: str) -> orjson.Fragment:
                                                                                   customer.id)]})
 
 
-@tool(Kind.READ, latency=0.2)
+@tool(Kind.READ, latency=0.2, checks=_policy_named)
 def get_policy(world: World, policy_id: str) -> orjson.Fragment:
     """Get a policy: product, currency, term, annual premium, status, and its plan ids.
 
@@ -251,7 +268,7 @@ def get_policy(world: World, policy_id: str) -> orjson.Fragment:
     return json_with(policy, {"plan_ids": [p.id for p in world.state.children("plans", "policy_id", policy.id)]})
 
 
-@tool(Kind.READ, latency=0.2)
+@tool(Kind.READ, latency=0.2, checks=_plan_named)
 def get_plan(world: World, plan_id: str) -> orjson.Fragment:
     """Get an instalment plan with every instalment (seq, due date, amount, paid amount, status, draft date).
 
@@ -261,7 +278,7 @@ def get_plan(world: World, plan_id: str) -> orjson.Fragment:
     return plan_view(world.plan(plan_id))
 
 
-@tool(Kind.READ, latency=0.2)
+@tool(Kind.READ, latency=0.2, checks=_plan_named)
 def list_fees(world: World, plan_id: str) -> dict[str, Any]:
     """List the fees charged on a plan, open, paid and waived.
 
@@ -272,7 +289,7 @@ def list_fees(world: World, plan_id: str) -> dict[str, Any]:
     return {"fees": json_list(world.state.children("fees", "plan_id", plan.id))}
 
 
-@tool(Kind.READ, latency=0.2)
+@tool(Kind.READ, latency=0.2, checks=_plan_named)
 def list_payments(world: World, plan_id: str) -> dict[str, Any]:
     """List the payments received on a plan and any unapplied credit.
 

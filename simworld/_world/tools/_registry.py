@@ -107,6 +107,11 @@ class Tool:
     fn: Callable[..., ToolResult]
     hints: dict[str, Any]
     defaults: dict[str, Any]
+    #: A read's checks, made before it builds its result (the world and the bound arguments; raises the ToolError the
+    #: call would): a call they pass is ok. Lets a caller that reads no result (a solution played while grading) make
+    #: the call without building its result (see :meth:`World.pass_over <simworld._world.world.World.pass_over>`).
+    #: None: the call is made whole.
+    checks: Callable[..., Any] | None = None
     # Per parameter, in signature order: its name, the place errors name, its checker, and its default (or _MISSING).
     # Worked out once from ``hints``: a call only runs the checkers.
     _params: tuple[tuple[str, str, Checker, Any], ...] = attrs.field(init=False, repr=False)
@@ -221,13 +226,18 @@ def _typed_dict_checker(hint: Any) -> Checker:
     return check_typed_dict
 
 
-def tool(kind: Kind, *, latency: float) -> Callable[[Callable[..., ToolResult]], Tool]:
+def tool(kind: Kind, *, latency: float,
+         checks: Callable[..., Any] | None = None) -> Callable[[Callable[..., ToolResult]], Tool]:
     """Declare a tool. Its first parameter is the world; the rest are the agent's arguments.
 
     Args:
         kind: READ, WRITE or TERMINAL.
         latency: fixed simulated seconds the call takes.
+        checks: for a READ, every check it makes before it builds its result, called as the tool is (see
+            :attr:`Tool.checks`); ``tests/test_tools.py`` holds each tool's checks to fail exactly when it does.
     """
+    if checks is not None and kind is not Kind.READ:
+        raise TypeError("only a READ tool's result can be left unbuilt: checks= is for Kind.READ")
 
     def wrap(fn: Callable[..., ToolResult]) -> Tool:
         sig = inspect.signature(fn)
@@ -249,6 +259,6 @@ def tool(kind: Kind, *, latency: float) -> Callable[[Callable[..., ToolResult]],
                 defaults[p.name] = p.default
         parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
         arg_hints = {p.name: hints[p.name] for p in params}
-        return Tool(fn.__name__, kind, latency, description, parameters, fn, arg_hints, defaults)
+        return Tool(fn.__name__, kind, latency, description, parameters, fn, arg_hints, defaults, checks)
 
     return wrap
