@@ -6,6 +6,7 @@ from datetime import UTC
 from pathlib import Path
 
 import attrs
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -312,3 +313,32 @@ def test_a_state_thousands_of_writes_deep_answers_children() -> None:
                                                                                 "pln_001")
     assert len(state.children("credits", "plan_id", "pln_001")) == len(
         _children_slowly(state, "credits", "plan_id", "pln_001"))
+
+
+class TestRemade:
+    """models.remade, the records' own attrs.evolve: the same record, and the same refusal of a field that is none."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(data=st.data())
+    def test_every_record_remade_with_any_of_its_fields_is_what_evolve_makes(self, data: st.DataObject) -> None:
+        from simworld._world.models import json_bytes, remade
+
+        state = _snap().state()
+        table = data.draw(st.sampled_from(sorted(t for t in state.base.tables if state.base.tables[t])))
+        record = data.draw(st.sampled_from(sorted(state.base.tables[table].values(), key=lambda r: r.id)))
+        other = data.draw(st.sampled_from(sorted(state.base.tables[table].values(), key=lambda r: r.id)))
+        names = [f.name for f in attrs.fields(type(record))]
+        changed = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=len(names)))
+        changes = {name: getattr(other, name) for name in changed}
+        made, evolved = remade(record, **changes), attrs.evolve(record, **changes)
+        assert type(made) is type(evolved) and json_bytes(made) == json_bytes(evolved)
+        assert all(getattr(made, n) == getattr(evolved, n) for n in names)
+
+    def test_a_change_that_names_no_field_is_refused(self) -> None:
+        from simworld._world.models import remade
+
+        plan = _snap().state().get("plans", "pln_001")
+        with pytest.raises(TypeError, match="instalmnts"):
+            remade(plan, instalmnts=())
+        with pytest.raises(TypeError):
+            attrs.evolve(plan, instalmnts=())

@@ -35,7 +35,7 @@ from typing import Any
 import attrs
 
 from simworld._world.dates import days_in_month
-from simworld._world.models import LOCKED, UNPAID
+from simworld._world.models import LOCKED, UNPAID, remade
 from simworld._world.money import Money
 from simworld._world.premium import cash_received, pro_rata_delta
 from simworld._world.state import State
@@ -163,7 +163,7 @@ def check_plan(initial: State, final: State, plan_id: str, *, rescheduled: bool 
         expected = _total(before)
         for change in final.children("premium_changes", "policy_id", policy.id):
             prior_change = initial.get("premium_changes", change.id)
-            as_was = attrs.evolve(policy_before, annual_premium=change.old_premium)
+            as_was = remade(policy_before, annual_premium=change.old_premium)
             delta, _ = pro_rata_delta(as_was, change.new_premium, change.effective_date)
             if prior_change is not None:  # a change corrected since: only the correction is new
                 delta = delta - pro_rata_delta(as_was, prior_change.new_premium, change.effective_date)[0]

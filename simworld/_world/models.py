@@ -9,6 +9,7 @@ plan's).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any, ClassVar, Literal, TypeVar, get_args, get_origin
@@ -540,6 +541,30 @@ def memo(record: Any, key: str, compute: Callable[[Any], T]) -> T:
         value = compute(record)
         object.__setattr__(record, key, value)
         return value
+
+
+def remade(record: Any, **changes: Any) -> Any:
+    """``attrs.evolve(record, **changes)`` without its generic path (every field read by name, then passed by name): the
+    record's class called with its field values in order, ``changes`` in their place. A change that names no field
+    is a TypeError, as it is to ``attrs.evolve``."""
+    cls = type(record)
+    held = _FIELD_VALUES.get(cls)
+    if held is None:
+        names = field_names(cls)
+        read = operator.itemgetter(*names) if len(names) > 1 else lambda values: (values[names[0]],)
+        held = _FIELD_VALUES[cls] = (read, {name: i for i, name in enumerate(names)})
+    read, places = held
+    values = list(read(record.__dict__))
+    for name, value in changes.items():
+        place = places.get(name)
+        if place is None:
+            raise TypeError(f"{cls.__name__} has no field {name!r}")
+        values[place] = value
+    return cls(*values)
+
+
+#: Each record class's reader of its field values, in declaration order, and each field's place (see :func:`remade`).
+_FIELD_VALUES: dict[type[Any], tuple[Callable[[Any], Any], dict[str, int]]] = {}
 
 
 def to_json(record: Any) -> dict[str, Any]:

@@ -48,7 +48,6 @@ generator ignores this order, so seed ``N`` gives the world it always gave.
 from __future__ import annotations
 
 import functools
-import operator
 import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
@@ -62,7 +61,7 @@ import orjson
 from simworld._world.dates import days_in_month, due_date, roll, shift_years
 from simworld._world.files import MAX_SCENARIO_FILE_BYTES, read_bounded
 from simworld._world.hashing import blake2b
-from simworld._world.models import LOCKED, UNPAID, Instalment, Plan, Policy
+from simworld._world.models import LOCKED, UNPAID, Instalment, Plan, Policy, remade
 from simworld._world.money import Money, allocate, exponent
 from simworld._world.policy import PolicyStore
 from simworld._world.splits import HOLDOUT_BASE
@@ -288,17 +287,17 @@ def perturb(state: State, clock: datetime, policy_store: PolicyStore, target: di
         term_end = _real(shift_years(term_start, 1) - timedelta(days=1))
     else:
         term_end = _real(shift_years(policy.term_end, years))
-    changed = [_remade(policy, currency=currency, annual_premium=premium, term_start=term_start, term_end=term_end),
-               _remade(plan, currency=currency, anchor_day=anchor, instalments=tuple(instalments))]
+    changed = [remade(policy, currency=currency, annual_premium=premium, term_start=term_start, term_end=term_end),
+               remade(plan, currency=currency, anchor_day=anchor, instalments=tuple(instalments))]
     for fee in fees:
         amount = policy_store.convert(fee.amount, currency) if currency != fee.currency else fee.amount
         waived = _real(shift_years(fee.waived_on, years)) if fee.waived_on is not None else None
-        changed.append(_remade(fee, currency=currency, amount=amount, waived_on=waived,
+        changed.append(remade(fee, currency=currency, amount=amount, waived_on=waived,
                                charged_on=_real(shift_years(fee.charged_on, years))))
     for pay in payments:
         allocs = tuple([(seq, paid_by_seq.get(seq, zero)) for seq, _ in pay.allocations])
         total = Money(sum([a.minor for _, a in allocs]), currency)  # the sum of the amounts, added in minor units
-        changed.append(_remade(pay, currency=currency, amount=total, allocations=allocs,
+        changed.append(remade(pay, currency=currency, amount=total, allocations=allocs,
                                received_on=_real(shift_years(pay.received_on, years))))
     state = state.put_all(changed)
     clock = _shift_clock(clock, years)
@@ -328,28 +327,6 @@ def _due_and_draft(year: int, month: int, anchor: int) -> tuple[date, date]:
     collected on), both real dates."""
     due = _real(due_date(year, month, anchor))
     return due, _real(roll(due, "following"))
-
-
-#: Each record class's reader of its field values, in declaration order, and each field's place (see :func:`_remade`).
-_FIELD_VALUES: dict[type[Any], tuple[Callable[[Any], Any], dict[str, int]]] = {}
-
-
-def _remade(record: Any, **changes: Any) -> Any:
-    """``attrs.evolve(record, **changes)`` without its generic path (a start remakes a handful of records per
-    episode): the record's class called with its field values, ``changes`` in their place."""
-    cls = type(record)
-    held = _FIELD_VALUES.get(cls)
-    if held is None:
-        names = tuple(f.name for f in attrs.fields(cls))
-        read = operator.itemgetter(*names) if len(names) > 1 else lambda values: (values[names[0]],)
-        held = _FIELD_VALUES[cls] = (read, {name: i for i, name in enumerate(names)})
-    read, places = held
-    values = list(read(record.__dict__))
-    for name, value in changes.items():
-        place = places.get(name)
-        if place is not None:
-            values[place] = value
-    return cls(*values)
 
 
 def world_vars(state: State, target: dict[str, str], clock: datetime) -> dict[str, Any]:

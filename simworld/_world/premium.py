@@ -28,9 +28,7 @@ from datetime import date
 from fractions import Fraction
 from typing import Any
 
-import attrs
-
-from simworld._world.models import Policy
+from simworld._world.models import Policy, remade
 from simworld._world.money import Money
 
 __all__ = ["cash_received", "earned_premium", "original_premium", "pro_rata_delta", "round_half_even", "term_days",
@@ -73,7 +71,7 @@ def term_premium(state: Any, policy: Policy) -> Money:
     """The premium of the whole term: the original premium plus each recorded change's pro-rata delta."""
     total = original_premium(state, policy)
     for change in _changes(state, policy):
-        as_was = attrs.evolve(policy, annual_premium=change.old_premium)
+        as_was = remade(policy, annual_premium=change.old_premium)
         total = total + pro_rata_delta(as_was, change.new_premium, change.effective_date)[0]
     return total
 

@@ -6,11 +6,10 @@ from collections.abc import Iterable
 from datetime import date, timedelta
 from typing import Any, Literal
 
-import attrs
 import orjson
 
 from simworld._world.dates import next_due_date, parse_date, schedule_dates
-from simworld._world.models import LOCKED, UNPAID, Plan, Policy, json_list, json_with, json_with_bytes, memo
+from simworld._world.models import LOCKED, UNPAID, Plan, Policy, json_list, json_with, json_with_bytes, memo, remade
 from simworld._world.money import MAX_MAJOR_DIGITS, Money, allocate, max_minor
 from simworld._world.premium import cash_received, earned_premium, pro_rata_delta, term_days, term_premium
 from simworld._world.tools._registry import Amount, IsoDate, Kind, tool
@@ -123,7 +122,7 @@ def premium_change(world: World, tool: str, policy: Policy, new: Money, effectiv
     else:
         # A second change from the same date corrects the first: the total change from the original premium
         # is rounded once, less what the first change already added.
-        as_was = attrs.evolve(policy, annual_premium=earlier.old_premium)
+        as_was = remade(policy, annual_premium=earlier.old_premium)
         delta, days = pro_rata_delta(as_was, new, effective)
         delta = delta - pro_rata_delta(as_was, earlier.new_premium, effective)[0]
     owed = unpaid(plan)

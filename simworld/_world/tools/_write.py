@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, Literal, TypedDict
 
-import attrs
 import orjson
 
 from simworld._world.dates import due_date, roll
@@ -26,6 +25,7 @@ from simworld._world.models import (
     Payment,
     PremiumChange,
     json_fragment,
+    remade,
 )
 from simworld._world.money import Money, allocate
 from simworld._world.tools._read import (
@@ -122,7 +122,7 @@ def set_schedule(world: World, plan_id: str, instalments: list[ScheduleItem],
                      [(due, 1, amount) for due, amount in rows],
                      key=lambda x: (x[0], x[1]))
     placed = [_placed(plan.id, seq, due, what) for seq, (due, _n, what) in zip(free, movable, strict=True)]
-    plan = attrs.evolve(plan, instalments=tuple(sorted(locked + placed, key=lambda i: i.seq)))
+    plan = remade(plan, instalments=tuple(sorted(locked + placed, key=lambda i: i.seq)))
     world.put(plan)
     if credit_money.minor:
         n = len(world.state.children("credits", "plan_id", plan.id)) + 1
@@ -155,7 +155,7 @@ def change_due_day(world: World, plan_id: str, day: int) -> orjson.Fragment:
             inst = Instalment(inst.id, inst.seq, due, inst.amount, inst.paid_amount, inst.status,
                               roll(due, "following"))
         moved.append(inst)
-    plan = attrs.evolve(plan, instalments=tuple(moved), anchor_day=day, due_day_changes=plan.due_day_changes + 1)
+    plan = remade(plan, instalments=tuple(moved), anchor_day=day, due_day_changes=plan.due_day_changes + 1)
     world.put(plan)
     return plan_view(plan)
 
@@ -186,13 +186,13 @@ def defer_instalment(world: World, plan_id: str, seq: int, mode: Literal["end", 
                                 "nothing to defer onto.")
     targets = later[-1:] if mode == "end" else later
     shares = allocate(target.amount, len(targets), "first" if plan.remainder == "first" else "last")
-    bumped = {i.seq: attrs.evolve(i, amount=i.amount + s) for i, s in zip(targets, shares, strict=True)}
+    bumped = {i.seq: remade(i, amount=i.amount + s) for i, s in zip(targets, shares, strict=True)}
     out = []
     for inst in plan.instalments:
         if inst.seq == seq:
-            inst = attrs.evolve(inst, status="cancelled")
+            inst = remade(inst, status="cancelled")
         out.append(bumped.get(inst.seq, inst))
-    plan = attrs.evolve(plan, instalments=tuple(out), deferrals=plan.deferrals + 1)
+    plan = remade(plan, instalments=tuple(out), deferrals=plan.deferrals + 1)
     world.put(plan)
     return plan_view(plan)
 
@@ -218,7 +218,7 @@ def record_premium_change(world: World, policy_id: str, new_annual_premium: Amou
     old = earlier.old_premium if earlier is not None else policy.annual_premium
     change = PremiumChange(change_id, policy.id, policy.currency, old, new, effective)
     world.put(change)
-    world.put(attrs.evolve(policy, annual_premium=new))
+    world.put(remade(policy, annual_premium=new))
     return {"premium_change": json_fragment(change)}
 
 
@@ -258,14 +258,14 @@ def apply_payment(world: World, plan_id: str, amount: Amount, idempotency_key: s
         take = min(left, inst.amount - inst.paid_amount)
         now_paid = inst.paid_amount + take
         status: InstalmentStatus = "paid" if now_paid == inst.amount else "partially_paid"
-        paid[inst.seq] = attrs.evolve(inst, paid_amount=now_paid, status=status)
+        paid[inst.seq] = remade(inst, paid_amount=now_paid, status=status)
         allocations.append((inst.seq, take))
         left = left - take
     today = world.today()
     payment = Payment(pid, plan.id, plan.currency, money, today, idempotency_key, tuple(sorted(allocations)),
                       left if left.minor else None)
     world.put(payment)
-    world.put(attrs.evolve(plan, instalments=tuple(paid.get(i.seq, i) for i in plan.instalments)))
+    world.put(remade(plan, instalments=tuple(paid.get(i.seq, i) for i in plan.instalments)))
     if left.minor:
         world.put(Credit(f"cr-{pid}", plan.id, plan.currency, left, f"overpayment {idempotency_key}"))
     return {"duplicate": False, "payment": json_fragment(payment)}
@@ -285,7 +285,7 @@ def waive_fee(world: World, fee_id: str, reason: str) -> dict[str, Any]:
         raise PolicyDenied(f"waive_fee: fee {fee.id!r} is {fee.status}; only an open fee can be waived.")
     if not reason.strip():
         raise ToolArgumentError("waive_fee: reason is empty; say why the fee is waived.")
-    fee = attrs.evolve(fee, status="waived", waived_on=world.today())
+    fee = remade(fee, status="waived", waived_on=world.today())
     world.put(fee)
     return {"fee": json_fragment(fee)}
 
@@ -308,10 +308,10 @@ def cancel_policy(world: World, policy_id: str, cancel_date: IsoDate, refund_amo
     if refund > paid_in:
         raise PolicyDenied(f"cancel_policy: refund {refund} exceeds the {paid_in} received on the policy.")
     for plan in plans:
-        insts = tuple(attrs.evolve(i, status="cancelled") if i.status in UNPAID and i.due_date > when else i
+        insts = tuple(remade(i, status="cancelled") if i.status in UNPAID and i.due_date > when else i
                       for i in plan.instalments)
-        world.put(attrs.evolve(plan, instalments=insts))
-    policy = attrs.evolve(policy, status="cancelled", cancelled_on=when, refund=refund)
+        world.put(remade(plan, instalments=insts))
+    policy = remade(policy, status="cancelled", cancelled_on=when, refund=refund)
     world.put(policy)
     return {"policy": json_fragment(policy)}
 
