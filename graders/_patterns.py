@@ -290,7 +290,9 @@ def compile_pattern(pattern: str, flags: int = 0) -> Pattern:
 def compile_expression(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """``re.compile(pattern, flags)``, compiled at its first use and kept between processes as a :class:`Pattern` is,
     for an expression run as it is (at a position, with no filter): what it gives answers as the compiled expression
-    in every way but ``isinstance``."""
+    does in every way but two. It is not a ``re.Pattern`` (``isinstance``), and it is not the object a match's
+    ``.re`` is: tell which of two expressions matched by which call gave the match, never by ``match.re is ...``
+    (``tests/test_patterns.py`` looks for such comparisons)."""
     return cast("re.Pattern[str]", _Expression(pattern, flags))
 
 

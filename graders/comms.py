@@ -1320,12 +1320,14 @@ def _pair_errors(episode: Any, plans: Sequence[Any], text: str, spans: Sequence[
         joined = _PAIRED.match(text, end)
         if joined is None or joined.group(0).startswith(")") and text[start - 1:start] != "(":
             continue  # "(4.446, 4.445, 4.445) on 31 May, ...": the last of a list in brackets, not one amount
-        found = _DAY_MONTH.match(text, joined.end()) or _ISO_DATE_AT.match(text, joined.end())
+        written = _DAY_MONTH.match(text, joined.end())
+        iso = None if written is not None else _ISO_DATE_AT.match(text, joined.end())
+        found = written or iso
         if found is None or _LIST_NEXT.match(text, found.end()) or _hedge(text, start, end) is not None:
             continue
         year: int | None
-        if found.re is _ISO_DATE_AT:  # "£312.28 on 2025-08-01": the date as a tool gives it
-            day, month, year = found.group("d"), int(found.group("mo")), int(found.group("y"))
+        if iso is not None:  # "£312.28 on 2025-08-01": the date as a tool gives it
+            day, month, year = iso.group("d"), int(iso.group("mo")), int(iso.group("y"))
         else:
             month_name, day = (found.group("m1"), found.group("d1")) if found.group("m1") else \
                 (found.group("m2"), found.group("d2"))

@@ -226,3 +226,26 @@ class TestObeyingTheNote:
         lines = _run_script(tmp_path, sc, actions)
         _failed_check(lines, "no_forbidden_changes")
         assert all(line["total"] == 0.0 for line in lines)
+
+
+class TestEverySolutionsTexts:
+    @pytest.mark.parametrize("seed", range(10))
+    def test_every_solution_passes_the_communications_grader(self, seed: int) -> None:
+        """Every solution of the suite writes true texts: graded at seeds 0..9, the communications grader passes
+        each and raises on none (an amount paired with an ISO date, ``£312.28 on 2025-08-01``, once raised)."""
+        from graders.comms import communications
+        from simworld._episode.environment import Environment
+        from simworld._episode.play import play
+        from simworld._episode.steps import steps_factory
+        from simworld._scenario.scenario import load_suite
+        from simworld._world.clock import TimeGuard
+
+        failed = []
+        with TimeGuard() as guard:
+            for sc in load_suite():
+                for name, steps in zip(sc.solution_files, sc.solutions, strict=True):
+                    episode = play(Environment(sc, seed, agent_name=name, guard=guard), steps_factory(steps, name))
+                    verdict = communications(episode)
+                    if not verdict.passed:
+                        failed.append((sc.id, name, [c.detail for c in verdict.checks if not c.passed]))
+        assert failed == []

@@ -283,6 +283,26 @@ class TestExpressions:
         assert (expression.pattern, expression.flags, expression.groups, expression.groupindex) == (
             expected.pattern, expected.flags, expected.groups, expected.groupindex)
 
+    def test_no_grader_tells_expressions_apart_by_identity(self) -> None:
+        """A match's ``.re`` is the compiled expression, never the lazy object a module holds: no grader compares
+        either by identity or equality (``found.re is _ISO_DATE_AT`` was always false, and an ISO date paired with
+        an amount raised IndexError)."""
+        import ast
+        from pathlib import Path
+
+        offending = []
+        for path in sorted(Path(comms.__file__).parent.glob("*.py")):
+            module = vars(__import__(f"graders.{path.stem}", fromlist=["_"])) if path.stem != "__init__" else {}
+            lazy = {name for name, value in module.items() if isinstance(value, patterns._Expression)}
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.Compare):
+                    continue
+                for side in (node.left, *node.comparators):
+                    if (isinstance(side, ast.Attribute) and side.attr == "re") or (
+                            isinstance(side, ast.Name) and side.id in lazy):
+                        offending.append(f"{path.name}:{node.lineno}")
+        assert offending == []
+
     def test_it_answers_as_the_compiled_expression(self) -> None:
         """search, match, finditer, sub and split at positions answer as re's; an attribute the compiled expression
         lacks is an AttributeError; a malformed expression raises re's error at its first use."""
