@@ -42,6 +42,18 @@ def fine(episode):
 '''
 
 
+def console_run(tmp_path: Path, args: list[str], *, before: str = "",
+                after: str = "") -> subprocess.CompletedProcess[str]:
+    """``simworld run --seed 1 ARGS --out TMP/out`` through the console entry point, as `simworld run` starts, in a
+    process of its own with the disk cache off: ``before`` run first; with ``after``, main's exit is caught and
+    ``after`` run once it returns (else the process exits as main makes it)."""
+    code = (f"import sys\n{before}\nfrom simworld._edges.launch import main\n"
+            f"sys.argv = ['simworld', 'run', '--seed', '1', *{args!r}, '--out', sys.argv[1]]\n"
+            + (f"try:\n    main()\nexcept SystemExit:\n    pass\n{after}" if after else "main()"))
+    return subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
+
+
 class TestOwnCodeOnly:
     @pytest.mark.parametrize("agent", ["reference", "noop", "random", "drift:resplit", "scripted:steps.jsonl"])
     def test_simworlds_own_agents_over_the_bundled_suite(self, agent: str) -> None:
@@ -161,23 +173,15 @@ class TestVersion:
     def test_a_run_never_reads_the_package_metadata(self, tmp_path: Path) -> None:
         """A run (the console entry point, as `simworld run` starts) learns its version without importlib.metadata
         (about 20 ms of imports at every start)."""
-        code = ("import sys; from simworld._edges.launch import main; sys.argv = ['simworld', 'run', '--seed', '1', "
-                "'--scenario', 'cancel-midterm-refund', '--out', sys.argv[1]]\n"
-                "try:\n    main()\nexcept SystemExit:\n    pass\n"
-                "print('importlib.metadata' in sys.modules)")
-        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
-                              cwd=tmp_path, env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
+        done = console_run(tmp_path, ["--scenario", "cancel-midterm-refund"],
+                           after="print('importlib.metadata' in sys.modules)")
         assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-2000:]
 
     def test_a_run_leaves_its_objects_to_the_exit_not_to_the_collector(self, tmp_path: Path) -> None:
         """The console entry point freezes what the run made before it exits, so that the collector's passes as
         the interpreter shuts down skip them; the run's files are all written first."""
-        code = ("import atexit, gc, sys; from simworld._edges.launch import main\n"
-                "atexit.register(lambda: print('frozen', gc.get_freeze_count()))\n"
-                "sys.argv = ['simworld', 'run', '--seed', '1', '--scenario', 'waive-small-fee', '--out', sys.argv[1]]\n"
-                "main()")
-        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
-                              cwd=tmp_path, env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
+        done = console_run(tmp_path, ["--scenario", "waive-small-fee"],
+                           before="import atexit, gc; atexit.register(lambda: print('frozen', gc.get_freeze_count()))")
         assert done.returncode == 0, done.stderr[-2000:]
         assert int(done.stdout.strip().splitlines()[-1].split()[1]) > 10_000
         assert len((tmp_path / "out" / "results.jsonl").read_bytes().splitlines()) == 1
@@ -194,12 +198,8 @@ class TestWhatARunImports:
     def test_a_run_never_imports_what_it_does_not_use(self, tmp_path: Path) -> None:
         """A run of the reference agent (the console entry point, as `simworld run` starts) finishes without
         importing any of NOT_IMPORTED: each costs every start a millisecond or more."""
-        code = ("import sys; from simworld._edges.launch import main; sys.argv = ['simworld', 'run', '--seed', '1', "
-                "'--scenario', 'cancel-midterm-refund', '--scenario', 'move-due-day-fifteenth', '--out', sys.argv[1]]\n"
-                "try:\n    main()\nexcept SystemExit:\n    pass\n"
-                f"print(sorted(m for m in {self.NOT_IMPORTED!r} if m in sys.modules))")
-        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
-                              cwd=tmp_path, env={**os.environ, "SIMWORLD_NO_CACHE": "1"})
+        done = console_run(tmp_path, ["--scenario", "cancel-midterm-refund", "--scenario", "move-due-day-fifteenth"],
+                           after=f"print(sorted(m for m in {self.NOT_IMPORTED!r} if m in sys.modules))")
         assert (tmp_path / "out" / "results.jsonl").exists(), done.stderr[-2000:]
         assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:] + done.stderr[-2000:]
 
