@@ -254,19 +254,25 @@ def test_an_instant_is_written_as_strftime_writes_it(when: datetime) -> None:
 
 class TestInterruptWatch:
     def test_real_ctrl_c_is_told_from_the_agents(self) -> None:
-        """Inside a watch a SIGINT is noted and raises KeyboardInterrupt as before; the old handler is back after."""
+        """Inside a watch a SIGINT is noted and raises KeyboardInterrupt as before; the old handler is back after.
+
+        Python's own handler is put in place first: a test process started in the background by a shell without job
+        control inherits SIGINT ignored, which a watch keeps (see the next test)."""
         import signal
 
         from simworld._episode.deadline import InterruptWatch
 
-        before = signal.getsignal(signal.SIGINT)
-        with InterruptWatch() as watch:
-            assert signal.getsignal(signal.SIGINT) == watch._note
-            assert not watch.is_users(KeyboardInterrupt())
-            with pytest.raises(KeyboardInterrupt) as raised:
-                signal.raise_signal(signal.SIGINT)
-            assert watch.seen and watch.is_users(raised.value)
-        assert signal.getsignal(signal.SIGINT) is before
+        inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            with InterruptWatch() as watch:
+                assert signal.getsignal(signal.SIGINT) == watch._note
+                assert not watch.is_users(KeyboardInterrupt())
+                with pytest.raises(KeyboardInterrupt) as raised:
+                    signal.raise_signal(signal.SIGINT)
+                assert watch.seen and watch.is_users(raised.value)
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        finally:
+            signal.signal(signal.SIGINT, inherited)
 
     def test_ignored_sigint_stays_ignored(self) -> None:
         """A process that ignores SIGINT (a run's worker) keeps ignoring it inside a watch."""
