@@ -516,16 +516,31 @@ class TestHeldStarts:
         inner = build_agent_factory("random")
 
         def factory(scenario, seed, variables):
-            seen.append((len(scenario_module._INSTANCES), scenario_module._INSTANCES_SIZE,
-                         len(endstates._held), endstates._SIZE))
+            seen.append((len(scenario_module._INSTANCES), scenario_module._INSTANCES.size,
+                         len(endstates._held), endstates._held.size))
             return inner(scenario, seed, variables)
 
-        before = (scenario_module._INSTANCES_SIZE, endstates._SIZE)
+        before = (scenario_module._INSTANCES.size, endstates._held.size)
         result = run_suite(suite, [0, 1, 2], "random", factory, tmp_path / "run", concurrency=concurrency)
         assert result.episodes == 18 and result.harness_errors == 0 and len(seen) >= 18
         assert {(size, ends) for _, size, _, ends in seen} == {(bound, bound)}
         assert max(held for held, _, _, _ in seen) <= bound and max(e for _, _, e, _ in seen) <= bound
-        assert before == (scenario_module._INSTANCES_SIZE, endstates._SIZE)
+        assert before == (scenario_module._INSTANCES.size, endstates._held.size)
+
+    def test_a_held_value_is_kept_once_and_only_while_it_stands(self) -> None:
+        """Held.keep gives back a valid value another thread kept first, and replaces one that no longer stands;
+        Held.get reads a value only while it stands, and marks it the most recently used."""
+        from simworld._world.held import Held
+
+        held: Held[tuple[str, int]] = Held(2)
+        fresh = lambda value: value[0] == "now"  # noqa: E731
+        assert held.keep("a", ("now", 1), fresh) == ("now", 1)
+        assert held.keep("a", ("now", 2), fresh) == ("now", 1)
+        held.keep("b", ("old", 3), fresh)
+        assert held.get("b", fresh) is None and held.keep("b", ("now", 4), fresh) == ("now", 4)
+        assert held.get("a", fresh) == ("now", 1) and list(held) == ["b", "a"]
+        held.keep("c", ("now", 5), fresh)
+        assert list(held) == ["a", "c"] and held.bound(0) == 2 and list(held) == ["c"] and held.size == 1
 
     def test_a_lower_bound_lets_the_oldest_go(self) -> None:
         from simworld._scenario.scenario import _INSTANCES, hold_starts

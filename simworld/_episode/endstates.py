@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from simworld._scenario.scenario import Scenario
 from simworld._world.diskcache import cache_budget, cache_dir, disk_cache_enabled, set_disk_cache, used, wrote
 from simworld._world.events import write_atomic
 from simworld._world.hashing import blake2b
+from simworld._world.held import Held
 from simworld._world.models import json_bytes, record_from_json
 from simworld._world.state import State
 
@@ -47,27 +47,19 @@ _FORMAT = 2  # 2: a solution not played yet is null
 #: 4N episodes in flight), so a few dozen cover it; each one held longer keeps its states' records and their cached
 #: JSON alive (~0.2 MB), and a process that held hundreds grew by ~130 MB over a sweep, paying a page fault and a
 #: cold cache line for memory the next episode could have reused.
-_SIZE = 32
-_held: OrderedDict[tuple[int, int], tuple[Scenario, KeptEndStates, tuple[int, ...]]] = OrderedDict()
-_lock = threading.Lock()
+_held: Held[tuple[Scenario, KeptEndStates, tuple[int, ...]]] = Held(32)
 _code: str | None = None
 
 
 def hold_end_states(n: int) -> int:
     """Hold the end states of at most ``n`` (at least one) (scenario, seed)s from now on, the oldest let go first; the
     bound it replaces (see :func:`simworld._scenario.scenario.hold_starts`)."""
-    global _SIZE
-    with _lock:
-        before, _SIZE = _SIZE, max(1, n)
-        while len(_held) > _SIZE:
-            _held.popitem(last=False)
-    return before
+    return _held.bound(n)
 
 
 def clear_process_cache() -> None:
     """Forget the end states held in memory (the disk cache is untouched)."""
-    with _lock:
-        _held.clear()
+    _held.clear()
 
 
 class KeptEndStates:
@@ -122,25 +114,20 @@ def kept_end_states(scenario: Scenario, seed: int) -> KeptEndStates:
     """The end states of ``scenario``'s solutions at ``seed`` known so far: from memory, from disk, or none yet."""
     key = (id(scenario), seed)
     tools = _tools(scenario)
-    with _lock:
-        held = _held.get(key)
-        if held is not None and held[0] is scenario and held[2] == tools:
-            _held.move_to_end(key)
-            return held[1]
+
+    def valid(held: tuple[Scenario, KeptEndStates, tuple[int, ...]]) -> bool:
+        return held[0] is scenario and held[2] == tools
+
+    held = _held.get(key, valid)
+    if held is not None:
+        return held[1]
     path = None
     if disk_cache_enabled():
         cache_budget()  # a bad SIMWORLD_CACHE_MAX_MB is named now, not when a write first trims a folder
         path = _file(scenario, seed)
     states = _read(path, scenario, seed) if path is not None else None
     kept = KeptEndStates(scenario, seed, states or [None] * len(scenario.solutions), path)
-    with _lock:
-        held = _held.get(key)
-        if held is not None and held[0] is scenario and held[2] == tools:
-            return held[1]  # another thread got here first: one store per (scenario, seed)
-        _held[key] = (scenario, kept, tools)
-        while len(_held) > _SIZE:
-            _held.popitem(last=False)
-    return kept
+    return _held.keep(key, (scenario, kept, tools), valid)[1]  # another thread's, if it got here first
 
 
 def _tools(scenario: Scenario) -> tuple[int, ...]:

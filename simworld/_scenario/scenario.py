@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import random
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ import orjson
 from simworld._scenario.expectations import GRADING_KEYS, Expectations, build_expectations
 from simworld._scenario.schemacheck import first_error, load_schema, read_json_file
 from simworld._world.files import MAX_SCENARIO_FILE_BYTES, as_path, read_bounded
+from simworld._world.held import Held
 from simworld._world.perturb import (
     PARAM_KINDS,
     PERTURB_KEYS,
@@ -52,13 +51,10 @@ TASK_KEYS = ("id", "category", "description", "split", "snapshot", "target", "pe
              "allowed_outcomes", "prompt", "recovery", *GRADING_KEYS)
 _TARGET_KEYS = ("customer", "policy", "plan", "fee")
 #: The perturbed starts of the last few (scenario, seed)s: the agent's episode and every solution replay of a
-#: seed start from the same one (a Perturbed is immutable: a State, a clock and variables nobody writes to).
-_INSTANCES: OrderedDict[tuple[int, int], tuple[Scenario, Perturbed]] = OrderedDict()
-#: Enough for a run's episodes in flight at the default concurrency (a run with --concurrency N keeps up to 4N; a start
-#: dropped is drawn again, the same). Each start held longer keeps its records and their cached JSON alive, memory
-#: the next episode would otherwise reuse while it is still in the processor's caches.
-_INSTANCES_SIZE = 16
-_INSTANCES_LOCK = threading.Lock()
+#: seed start from the same one (a Perturbed is immutable: a State, a clock and variables nobody writes to). Sixteen
+#: by default, enough for a run's episodes in flight (a run sets its own bound; a start dropped is drawn again, the
+#: same).
+_INSTANCES: Held[tuple[Scenario, Perturbed]] = Held(16)
 
 
 def hold_starts(n: int) -> int:
@@ -68,12 +64,7 @@ def hold_starts(n: int) -> int:
     :func:`simworld._running.runner.run_suite`): the starts of episodes already graded are then let go at once,
     while their records are still in the processor's caches, instead of a dozen episodes later.
     """
-    global _INSTANCES_SIZE
-    with _INSTANCES_LOCK:
-        before, _INSTANCES_SIZE = _INSTANCES_SIZE, max(1, n)
-        while len(_INSTANCES) > _INSTANCES_SIZE:
-            _INSTANCES.popitem(last=False)
-    return before
+    return _INSTANCES.bound(n)
 #: Size limits (documented in docs/scenarios.md): the request (prompt.md) and a solution or script file.
 MAX_PROMPT_BYTES = 64 * 1024
 MAX_SCRIPT_BYTES = 1024 * 1024
@@ -144,20 +135,19 @@ class Scenario:
         A scenario pinned with :meth:`at_world` gives its world whatever the seed.
         """
         key = (id(self), seed)
-        with _INSTANCES_LOCK:
-            held = _INSTANCES.get(key)
-            if held is not None and held[0] is self:
-                _INSTANCES.move_to_end(key)
-                return held[1]
+        mine = self._holds
+        held = _INSTANCES.get(key, mine)
+        if held is not None:
+            return held[1]
         if self.world is not None:
             made = self.perturbed(WorldDraws(self.world))
         else:
             made = self.perturbed(RandomDraws(random.Random(f"{self.id}/{seed}")))
-        with _INSTANCES_LOCK:
-            _INSTANCES[key] = (self, made)
-            while len(_INSTANCES) > _INSTANCES_SIZE:
-                _INSTANCES.popitem(last=False)
-        return made
+        return _INSTANCES.keep(key, (self, made), mine)[1]
+
+    def _holds(self, held: tuple[Scenario, Perturbed]) -> bool:
+        """Whether a start held under this scenario's id is this scenario's (an id is reused once one is freed)."""
+        return held[0] is self
 
     def perturbed(self, draws: Draws) -> Perturbed:
         """The world whose every choice comes from ``draws`` (a seed's generator, parameters, hypothesis)."""
