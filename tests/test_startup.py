@@ -265,3 +265,58 @@ class TestPlatformName:
         monkeypatch.setattr(sys, "platform", "darwin")
         monkeypatch.setattr(platform, "platform", lambda: "macOS-14.5-arm64-arm-64bit")
         assert platform_name() == "macOS-14.5-arm64-arm-64bit"
+
+
+def _rglob_digest(scenarios: list[Any]) -> str:
+    """suite_digest as it was written with pathlib: what the scandir walk must give, byte for byte."""
+    h = hashing.blake2b(digest_size=16)
+    for scenario in scenarios:
+        h.update(f"scenario {scenario.id}\n".encode())
+        for path in sorted(p for p in scenario.path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            h.update(f"{path.relative_to(scenario.path).as_posix()}\n".encode())
+            h.update(hashing.blake2b(path.read_bytes(), digest_size=16).digest())
+        h.update(f"snapshot {scenario.snapshot.name} {scenario.snapshot.digest}\n".encode())
+    return h.hexdigest()
+
+
+class _Snapshot:
+    name, digest = "base", "d1"
+
+
+class _Scenario:
+    def __init__(self, path: Path) -> None:
+        self.id, self.path, self.snapshot = path.name, path, _Snapshot()
+
+
+class TestSuiteDigest:
+    def test_the_bundled_suite_as_rglob_hashed_it(self) -> None:
+        suite = load_suite()
+        assert runner.suite_digest(suite) == _rglob_digest(suite)
+
+    def test_files_are_taken_in_rglobs_order_and_by_its_rules(self, tmp_path: Path) -> None:
+        """Paths in the order of their parts ("a/b" before "a-c", though "-" sorts before "/"), hidden files, a link
+        to a file, no file under a linked directory or a __pycache__, a __pycache__ file left out too."""
+        one = tmp_path / "one"
+        for name, text in [("task.json", "{}"), ("a/b", "1"), ("a-c", "2"), (".hidden", "3"), ("a/z/deep.jsonl", "4"),
+                           ("__pycache__/x.pyc", "5"), ("a/__pycache__", "6"), ("B", "7")]:
+            (one / name).parent.mkdir(parents=True, exist_ok=True)
+            (one / name).write_text(text)
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "elsewhere" / "far.txt").write_text("8")
+        (one / "linked-dir").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+        (one / "linked-file").symlink_to(one / "a" / "b")
+        (one / "dangling").symlink_to(tmp_path / "nothing")
+        two = tmp_path / "two"
+        two.mkdir()
+        suite = [_Scenario(one), _Scenario(two)]
+        assert runner.suite_digest(suite) == _rglob_digest(suite)
+        before = runner.suite_digest(suite)
+        (one / "a" / "z" / "deep.jsonl").write_text("9")  # the same size, other bytes
+        assert runner.suite_digest(suite) != before
+        assert runner.suite_digest(suite) == _rglob_digest(suite)
+
+    def test_a_suite_under_a_pycache_directory_hashes_no_file(self, tmp_path: Path) -> None:
+        inside = tmp_path / "__pycache__" / "s"
+        inside.mkdir(parents=True)
+        (inside / "task.json").write_text("{}")
+        assert runner.suite_digest([_Scenario(inside)]) == _rglob_digest([_Scenario(inside)])
