@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from simworld._world.events import Event
 from simworld._world.tools import TOOLS, Kind, tool
 from simworld._world.world import World
-from simworld.errors import PolicyDenied
+from simworld.errors import PolicyDenied, ToolArgumentError
 
 UNPAID = ("planned", "due", "overdue")
 READ_NAMES = ("find_customer", "get_customer", "get_policy", "get_plan", "list_fees", "list_payments",
@@ -1301,6 +1301,18 @@ class TestResultsAsRecordedJson:
         assert (plain.status, plain.result) == (round_trip.status, round_trip.result)
 
 
+class _Text(str):
+    """A string of a subclass: a checker takes it, though it is not exactly a str."""
+
+
+class _Number(int):
+    """An integer of a subclass."""
+
+
+class _Args(dict):  # type: ignore[type-arg]
+    """Arguments in a dict of a subclass."""
+
+
 class TestArgumentCheckers:
     """Each tool's argument checkers are made once; what they refuse, and how they say it, is the signature's."""
 
@@ -1332,6 +1344,57 @@ class TestArgumentCheckers:
         """A parameter with a default gets it when the call leaves it out."""
         assert TOOLS["quote_split"].bind({"plan_id": "p", "count": 3}) == {"plan_id": "p", "count": 3,
                                                                            "remainder": "last"}
+
+
+    #: Values of every kind an argument may be given: exact types, their subclasses, what no checker takes.
+    ARGUMENT_VALUES = st.one_of(
+        st.sampled_from(["pln_001", "end", "spread", "first", "last", "12.34", "2026-05-01", "", True, False, 0, 3, 1.5,
+                         None, [], {}, ["x"], {"due_date": "2026-05-01", "amount": "1.00"},
+                         [{"due_date": "2026-05-01", "amount": "1.00"}], [{"due_date": 5}]]),
+        st.text(max_size=6), st.integers(-(2**70), 2**70), st.floats(allow_nan=False), st.booleans(),
+        st.builds(_Text, st.text(max_size=4)), st.builds(_Number, st.integers(0, 40)))
+    #: One value of each kind, for every parameter of every tool in turn.
+    KINDS = ("pln_001", "end", "12.34", "", _Text("spread"), True, False, 0, 3, _Number(2), 1.5, -2.0, 2**70, None, [],
+             {}, ["x"], [{"due_date": "2026-05-01", "amount": "1.00"}], {"due_date": "2026-05-01", "amount": "1"})
+
+    @staticmethod
+    def _binds_alike(found: Any, args: Any) -> None:
+        def outcome(bind: Any) -> Any:
+            try:
+                return "bound", bind(args)
+            except ToolArgumentError as exc:
+                return "refused", str(exc)
+
+        written, generic = outcome(found.binder), outcome(found._bind)
+        assert written == generic, (found.name, args)
+        if written[0] == "bound":  # the values given, not equal ones (a list or an object: the checker's copy of it)
+            assert all(a is b or (type(a) is type(b) and type(a) in (list, dict))
+                       for a, b in zip(written[1].values(), generic[1].values(), strict=True))
+            assert list(written[1]) == list(generic[1]) == list(found.hints)
+
+    @pytest.mark.parametrize("name", sorted(TOOLS))
+    def test_the_written_out_binder_takes_each_kind_of_value_as_the_signature_does(self, name: str) -> None:
+        """Each parameter given each kind of value, the others as a call gives them: bound alike or refused alike."""
+        found = TOOLS[name]
+        good = {"plan_id": "pln_001", "policy_id": "pol_001", "customer_id": "cus_001", "fee_id": "fee_001"}
+        base = {p: good.get(p, "x") for p in found.hints}
+        for param in found.hints:
+            for value in self.KINDS:
+                self._binds_alike(found, {**base, param: value})
+                self._binds_alike(found, {param: value})
+
+    @settings(max_examples=400, deadline=None)
+    @given(name=st.sampled_from(sorted(TOOLS)), data=st.data())
+    def test_the_written_out_binder_binds_as_the_signature_does(self, name: str, data: st.DataObject) -> None:
+        """Every tool's binder gives what binding parameter by parameter gives, or refuses with the same message: for
+        any set of its arguments, an unknown one, a missing one, a value of any type, and args that are no dict."""
+        found = TOOLS[name]
+        names = [*found.hints, "x", "count", "plan_id"]
+        args: Any = data.draw(st.one_of(
+            st.dictionaries(st.sampled_from(names), self.ARGUMENT_VALUES, max_size=len(names)),
+            st.builds(_Args, st.dictionaries(st.sampled_from(names), self.ARGUMENT_VALUES, max_size=3)),
+            st.none(), st.lists(st.text(max_size=3), max_size=2)), label="args")
+        self._binds_alike(found, args)
 
 
 class TestReadsMadeByTheirChecks:

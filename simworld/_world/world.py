@@ -227,7 +227,7 @@ class World:
         sequence number taken, without building its result (a read changes nothing else). Whether it is ok: exactly
         when :meth:`apply` gives a result."""
         try:
-            tool.checks(self, **tool.bind(args))
+            tool.checks(self, **tool.binder(args))
             ok = True
         except ToolError:
             ok = False
@@ -261,7 +261,7 @@ class World:
         status: Status
         self._moment_read = False
         try:
-            result = tool.fn(self, **tool.bind(args))
+            result = tool.fn(self, **tool.binder(args))
             status = "ok"
         except ToolError as exc:
             self.state = before

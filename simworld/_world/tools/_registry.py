@@ -115,11 +115,14 @@ class Tool:
     # Per parameter, in signature order: its name, the place errors name, its checker, and its default (or _MISSING).
     # Worked out once from ``hints``: a call only runs the checkers.
     _params: tuple[tuple[str, str, Checker, Any], ...] = attrs.field(init=False, repr=False)
+    #: :meth:`bind`, written out for this tool's parameters (see :func:`_binder`): what a call runs.
+    binder: Callable[[Any], dict[str, Any]] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         params = tuple((name, f"{self.name}: {name}", _checker(hint), self.defaults.get(name, _MISSING))
                        for name, hint in self.hints.items())
         object.__setattr__(self, "_params", params)
+        object.__setattr__(self, "binder", _binder(params, self._bind))
 
     def schema(self) -> dict[str, Any]:
         """The tool's JSON schema in the common function-calling shape."""
@@ -127,6 +130,10 @@ class Tool:
 
     def bind(self, args: Any) -> dict[str, Any]:
         """Check ``args`` against the signature; return keyword arguments or raise ToolArgumentError."""
+        return self.binder(args)
+
+    def _bind(self, args: Any) -> dict[str, Any]:
+        """:meth:`bind`, parameter by parameter: what the written-out binder hands any call it does not take."""
         if not isinstance(args, dict):
             raise ToolArgumentError(f"{self.name}: expected args as a JSON object but got {args!r}.")
         hints = self.hints
@@ -144,6 +151,36 @@ class Tool:
             else:
                 raise ToolArgumentError(f"{self.name}: missing required argument {name!r}.")
         return bound
+
+
+def _binder(params: tuple[tuple[str, str, Checker, Any], ...],
+            generic: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+    """A function that binds arguments as ``generic`` (:meth:`Tool._bind`) does, written out for ``params``: each
+    argument read once and its checker called only when the value is not of the exact type it passes at once (a
+    string for a string, an amount or a date). Any call it does not take (not a dict, an unknown or a missing
+    argument) it hands to ``generic``, which names the problem. A call then costs a few bytecodes an argument
+    instead of a loop and a checker call each: tools are called at every step of every episode and solution."""
+    lines = ["def bind(args):",
+             "    if type(args) is not dict or not args.keys() <= _names:",
+             "        return _generic(args)"]
+    scope: dict[str, Any] = {"_generic": generic, "_names": frozenset(name for name, *_ in params), "_M": _MISSING}
+    out = []
+    for n, (name, where, check, default) in enumerate(params):
+        scope[f"_c{n}"], scope[f"_d{n}"] = check, default
+        lines.append(f"    v{n} = args.get({name!r}, _M)")
+        if default is _MISSING:
+            lines += [f"    if v{n} is _M:", "        return _generic(args)"]
+        else:
+            lines += [f"    if v{n} is _M:", f"        v{n} = _d{n}"]
+        exact = _EXACT.get(check)
+        test = f"type(v{n}) is not {exact.__name__}" if exact is not None else "True"
+        lines += [f"    {'elif' if default is not _MISSING else 'if'} {test}:",
+                  f"        v{n} = _c{n}(v{n}, {where!r})"]
+        out.append(f"{name!r}: v{n}")
+    lines.append(f"    return {{{', '.join(out)}}}")
+    exec(compile("\n".join(lines) + "\n", "<simworld tool binder>", "exec"), scope)  # noqa: S102 - our own text
+    bind: Callable[[Any], dict[str, Any]] = scope["bind"]
+    return bind
 
 
 def _check_amount(value: Any, where: str) -> Any:
@@ -169,6 +206,10 @@ def _check_int(value: Any, where: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ToolArgumentError(f"{where}: expected an integer but got {value!r} (type={type(value).__name__}).")
     return value
+
+
+#: The checkers a value of one exact type always passes, unchanged: the binder calls them for any other value only.
+_EXACT: dict[Checker, type] = {_check_str: str, _check_int: int, _check_bool: bool, _check_amount: str}
 
 
 @functools.cache
