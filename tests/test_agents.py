@@ -77,6 +77,20 @@ class TestRandomAgentReading:
         for _ in range(2):  # the request's ids are kept after the first step: the second reads them again
             assert agent._ids_in(request_text, result) == _ID.findall(request_text + repr(result))
 
+    @example("xcus_1 cus_2 \u00e9cus_3 -pay_4 fee-5x pln_1-pay_2 _pol_3 pol_ acus_a-pay_1\ncus_9 "
+             "cee_1 fol-2 pus_3 fay_4 cln_5")
+    @given(st.text(alphabet="cuspolnfeayx_-01 \n\t\"'\u00e9\u00b2\u0661\u200b.{}", max_size=80))
+    def test_the_id_expression_finds_what_the_plain_one_finds(self, text: str) -> None:
+        """The random agent's id expression, written to start with a letter, finds what the expression it stands for
+        finds, in order: a Unicode word character before an id (\u00e9, \u00b2, an Arabic-Indic digit) forbids it,
+        a hyphen or a start of text allows it."""
+        import re
+
+        from simworld._agents.kinds import _ID
+
+        plain = re.compile(r"\b(?:cus|pol|pln|fee|pay)[_-][A-Za-z0-9_-]+\b")
+        assert _ID.findall(text) == plain.findall(text)
+
     def test_shared_schemas_are_the_tools_read_only(self, scenario) -> None:
         """shared_tools holds what tools holds, read-only and shared by episodes; tools stays each episode's own."""
         first, second = Environment(scenario, 0).reset(), Environment(scenario, 1).reset()

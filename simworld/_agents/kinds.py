@@ -47,7 +47,11 @@ class NoopAgent:
         return None
 
 
-_ID = re.compile(r"\b(?:cus|pol|pln|fee|pay)[_-][A-Za-z0-9_-]+\b")
+#: What the random agent reads as an id: ``\b(?:cus|pol|pln|fee|pay)[_-][A-Za-z0-9_-]+\b``, written so that the
+#: expression starts with a letter: then the search skips to the next c, p or f instead of trying every position (a
+#: third of the time over a plan's JSON). Each prefix's first letter is a word character, so the leading ``\b`` holds
+#: exactly where the character before it is not one: ``(?<!\w.)`` after that first letter. The same matches.
+_ID = re.compile(r"(?:c(?<!\w.)us|p(?<!\w.)(?:ol|ln|ay)|f(?<!\w.)ee)[_-][A-Za-z0-9_-]+\b")
 
 
 class RandomAgent:
