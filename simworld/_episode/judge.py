@@ -17,7 +17,7 @@ from simworld._scenario.scenario import Scenario, Step
 from simworld._world.actions import plain_action, plain_value
 from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
-from simworld._world.templates import resolve_args
+from simworld._world.templates import Resolver, args_resolver, resolve_args
 from simworld._world.tools import TOOLS
 from simworld._world.world import World, own_tool
 from simworld.errors import BrokenSolutionError, ScenarioError
@@ -257,7 +257,7 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     clock.set(inst.clock)
     world = World(inst.state, clock, scenario.snapshot.policy, tools, inst.calls)
     variables = dict(inst.vars)
-    analysed, plain = _analysed(steps)
+    analysed, plain, resolvers = _analysed(steps)
     # A tool of your own may read the world's events: then each call is recorded, as in the agent loop.
     read = None if foreign else analysed
     plain = plain and _PLAIN_SCALARS.issuperset(map(type, variables.values()))  # each value's type one of them
@@ -266,7 +266,7 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
         for i, step in enumerate(steps):
             if i >= scenario.max_steps:
                 return None
-            args = resolve_args(step.args, variables, results, f"{scenario.id}/{name} step {i}")
+            args = resolvers[i](variables, results)  # a problem is the agent loop's to name (see below)
             tool = step.tool
             copied = _plain_copy(args) if plain else None
             if copied is not None:
@@ -341,9 +341,10 @@ _QUICK_BYTES, _QUICK_LEVELS = 4096, 16
 _PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 
 
-def _analysed(steps: Sequence[Step]) -> tuple[frozenset[int], bool]:
-    """The steps whose results a later step's ``$from`` reads (every step, when a reference is not plain), and
-    whether every step's tool and arguments are exact JSON values without floats (as a solution file's are)."""
+def _analysed(steps: Sequence[Step]) -> tuple[frozenset[int], bool, tuple[Resolver, ...]]:
+    """The steps whose results a later step's ``$from`` reads (every step, when a reference is not plain); whether
+    every step's tool and arguments are exact JSON values without floats (as a solution file's are); and each step's
+    arguments' resolver (:func:`~simworld._world.templates.args_resolver`)."""
     held = _ANALYSED.get(id(steps))
     if held is not None and held[0] is steps:
         return held[1]
@@ -353,7 +354,7 @@ def _analysed(steps: Sequence[Step]) -> tuple[frozenset[int], bool]:
             found = set(range(len(steps)))
             break
     plain = all(type(step.tool) is str and _exact(step.args) for step in steps)
-    analysed = (frozenset(found), plain)
+    analysed = (frozenset(found), plain, tuple(args_resolver(step.args) for step in steps))
     if len(_ANALYSED) >= 4096:
         _ANALYSED.clear()
     _ANALYSED[id(steps)] = (steps, analysed)
@@ -361,7 +362,7 @@ def _analysed(steps: Sequence[Step]) -> tuple[frozenset[int], bool]:
 
 
 #: Per solution (by identity, held so its id is not reused): see :func:`_analysed`.
-_ANALYSED: dict[int, tuple[Sequence[Step], tuple[frozenset[int], bool]]] = {}
+_ANALYSED: dict[int, tuple[Sequence[Step], tuple[frozenset[int], bool, tuple[Resolver, ...]]]] = {}
 
 
 def _exact(value: Any) -> bool:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from typing import Any
 
 from simworld.errors import ScenarioError
 
-__all__ = ["check_template", "from_reference", "render", "resolve_args"]
+__all__ = ["args_resolver", "check_template", "from_reference", "render", "resolve_args"]
 
 _VAR = re.compile(r"^\{(\w+)\}$")
 
@@ -109,3 +110,46 @@ def resolve_args(value: Any, variables: dict[str, Any], results: list[Any], wher
             return found
         return {k: resolve_args(v, variables, results, where) for k, v in value.items()}
     return value
+
+
+#: What :func:`args_resolver` gives: a function of (variables, results) giving the step's resolved arguments.
+Resolver = Callable[[dict[str, Any], list[Any]], Any]
+
+
+def args_resolver(value: Any) -> Resolver:
+    """``resolve_args`` for one step's arguments, worked out once: a function of ``(variables, results)`` that gives
+    what ``resolve_args(value, variables, results, where)`` gives, for a caller that plays the same step again and
+    again (a solution, at every seed it is graded at) and copies what it gets before a tool reads it.
+
+    Only its placeholders and references are read at each call: a part with neither is given as it is, shared
+    between calls, not made anew. A problem raises as ``resolve_args`` raises it, but names no step (``where`` is
+    empty): a caller that must name the step resolves it with ``resolve_args``.
+    """
+    made = _resolver(value)
+    if made is None:
+        return lambda variables, results: value
+    return made
+
+
+def _resolver(value: Any) -> Resolver | None:
+    """:func:`args_resolver`'s function for ``value``, or None when ``value`` resolves to itself."""
+    if isinstance(value, str):
+        if "{" not in value:
+            return None
+        name = _whole_name(value)
+        if name:
+            return lambda variables, results: variables[name] if name in variables else render(value, variables, "")
+        return lambda variables, results: render(value, variables, "")
+    if isinstance(value, list):
+        items = [(_resolver(v), v) for v in value]
+        if all(made is None for made, _ in items):
+            return None
+        return lambda variables, results: [v if made is None else made(variables, results) for made, v in items]
+    if isinstance(value, dict):
+        if len(value) == 1 and "$from" in value:
+            return lambda variables, results: resolve_args(value, variables, results, "")
+        fields = [(k, _resolver(v), v) for k, v in value.items()]
+        if all(made is None for _, made, _ in fields):
+            return None
+        return lambda variables, results: {k: v if made is None else made(variables, results) for k, made, v in fields}
+    return None
