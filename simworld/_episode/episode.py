@@ -18,7 +18,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
-from simworld._scenario.scenario import Scenario
+from simworld._scenario.scenario import Recovery, Scenario
 from simworld._world.actions import plain_action, usage_tokens
 from simworld._world.clock import SimClock, TimeGuard, wall_monotonic
 from simworld._world.events import Event, event_lines, lines_hash
@@ -285,6 +285,13 @@ class Stepper:
             raise RuntimeError("The episode is over; call episode() to seal it or reset() to start again.")
         w = self.world
         plain, problem = plain_action(action)
+        if type(plain) is dict and len(plain) == 2 and "args" in plain and type(plain.get("tool")) is str:
+            # A call and its arguments, nothing else (no usage, text or stop): the call below, its checks all passed.
+            self._steps += 1
+            crash = self._dies_now()
+            if crash is not None:
+                return self._die(plain, crash.after_side_effect), False
+            return self._observe(w.call(plain["tool"], plain["args"], plain=True)), self._check_end()
         for key, value in usage_tokens(action if problem is not None else plain).items():
             self._tokens[key] += value  # a refused reply still cost its tokens
         if problem is not None:
@@ -310,10 +317,9 @@ class Stepper:
             return self._observe(None), True
         self._steps += 1
         if isinstance(action, dict) and isinstance(action.get("tool"), str):
-            self._calls += 1
-            recovery = self.scenario.recovery
-            if recovery is not None and self._crash is None and self._calls == recovery.crash_at_call:
-                return self._die(action, recovery.after_side_effect), False
+            crash = self._dies_now()
+            if crash is not None:
+                return self._die(action, crash.after_side_effect), False
             event = w.call(action["tool"], action.get("args", {}), plain=True)
         else:
             event = w.invalid(action)
@@ -328,6 +334,15 @@ class Stepper:
         elif wall_monotonic() - self._began > self.scenario.timeout_s:
             self._stop = "timeout"
         return self.done
+
+    def _dies_now(self) -> Recovery | None:
+        """Count the step's call: the scenario's recovery when the agent dies making it (its ``crash_at_call``-th),
+        else None."""
+        self._calls += 1
+        recovery = self.scenario.recovery
+        if recovery is not None and self._crash is None and self._calls == recovery.crash_at_call:
+            return recovery
+        return None
 
     def _die(self, action: dict[str, Any], after_side_effect: bool) -> Observation:
         """The agent dies making this call: before its effect lands, or after it lands but before the log has it.
