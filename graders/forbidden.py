@@ -131,13 +131,23 @@ class _Rule:
         already ruled out a path that does not end with :attr:`suffix`."""
         if self.match is None or self.match(path) is None:
             return False
-        return not any(excepted(path) is not None for excepted in self.excepts)
+        # Loops, here and below, not all() over a generator: one left unfinished (on most paths a rule covers) is
+        # closed by raising GeneratorExit into it.
+        for excepted in self.excepts:  # noqa: SIM110
+            if excepted(path) is not None:
+                return False
+        return True
 
     def holds(self, prefix: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
         """Whether the record part at ``prefix`` meets the rule's ``where`` (in ``before``) and ``after_where``
         (in ``after``): the same for every path of that part."""
-        return (all(before.get(f"{prefix}/{field}") in allowed for field, allowed in self.where)
-                and all(after.get(f"{prefix}/{field}") in allowed for field, allowed in self.after_where))
+        for field, allowed in self.where:
+            if before.get(f"{prefix}/{field}") not in allowed:
+                return False
+        for field, allowed in self.after_where:  # noqa: SIM110
+            if after.get(f"{prefix}/{field}") not in allowed:
+                return False
+        return True
 
 
 def _glob(pattern: str) -> Callable[[str], Any]:

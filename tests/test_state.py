@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, date
 from pathlib import Path
 
 import attrs
@@ -342,3 +342,25 @@ class TestRemade:
             remade(plan, instalmnts=())
         with pytest.raises(TypeError):
             attrs.evolve(plan, instalmnts=())
+
+
+class TestMemo:
+    """What is derived from a record is kept on it, computed once per record and key, whatever its value."""
+
+    @pytest.mark.parametrize("value", [None, 0, "", (), {"k": 1}])
+    def test_each_value_is_computed_once(self, value: object) -> None:
+        from simworld._world.models import Instalment, memo
+
+        record = Instalment("i", 1, date(2026, 1, 1), Money(1, "USD"), Money(0, "USD"), "scheduled",
+                            date(2026, 1, 1))
+        calls: list[object] = []
+
+        def compute(r: object) -> object:
+            calls.append(r)
+            return value
+
+        assert memo(record, "_test_memo", compute) is value
+        assert memo(record, "_test_memo", compute) is value
+        assert calls == [record]
+        other = attrs.evolve(record, seq=2)  # another record: computed for it too
+        assert memo(other, "_test_memo", compute) is value and calls == [record, other]
