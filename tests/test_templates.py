@@ -78,3 +78,32 @@ class TestArgsResolver:
         assert first is not second and first["items"] is args["items"]
         constant = {"items": [1, 2]}
         assert args_resolver(constant)({}, []) is constant
+
+
+class TestStepsAgentNamesTheStep:
+    """A scripted step that cannot be resolved says which step, as it always did, though its resolver is compiled."""
+
+    @pytest.mark.parametrize(("args", "message"), [
+        ({"plan_id": "{nope}"}, r"scenario-x/steps\.jsonl step 1: unknown placeholder \{nope\}"),
+        ({"plan_id": {"$from": [0, "missing.path"]}}, r"scenario-x/steps\.jsonl step 1: \$from \[0, 'missing\.path'\] "
+                                                      r"does not resolve"),
+    ])
+    def test_the_error_names_the_file_and_step(self, args: dict[str, Any], message: str) -> None:
+        from simworld._episode.steps import StepsAgent
+        from simworld._scenario.scenario import Step
+
+        steps = [Step("get_plan", {"plan_id": "{plan_id}"}), Step("get_plan", args)]
+        agent = StepsAgent(steps, {"plan_id": "pln_001"}, "scenario-x/steps.jsonl")
+        first = agent.act(_Seen(None, None))
+        assert first == {"tool": "get_plan", "args": {"plan_id": "pln_001"}}
+        with pytest.raises(ScenarioError, match=message):
+            agent.act(_Seen("get_plan", {"id": "pln_001"}))
+
+
+class _Seen:
+    """The two things a steps agent reads of an observation."""
+
+    resumed = False
+
+    def __init__(self, last_tool: str | None, last_result: Any) -> None:
+        self.last_tool, self.last_result = last_tool, last_result

@@ -11,13 +11,13 @@ from simworld._episode.contract import CONTRACT_VERSION
 from simworld._episode.endstates import KeptEndStates, kept_end_states
 from simworld._episode.episode import Episode, Stepper
 from simworld._episode.play import play
-from simworld._episode.steps import steps_factory
+from simworld._episode.steps import step_resolvers, steps_factory
 from simworld._grading.contract import grade_episode
 from simworld._scenario.scenario import Scenario, Step
 from simworld._world.actions import plain_action, plain_value
 from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
-from simworld._world.templates import Resolver, args_resolver, resolve_args
+from simworld._world.templates import Resolver, resolve_args
 from simworld._world.tools import TOOLS
 from simworld._world.world import World, own_tool
 from simworld.errors import BrokenSolutionError, ScenarioError
@@ -354,7 +354,7 @@ def _analysed(steps: Sequence[Step]) -> tuple[frozenset[int], bool, tuple[Resolv
             found = set(range(len(steps)))
             break
     plain = all(type(step.tool) is str and _exact(step.args) for step in steps)
-    analysed = (frozenset(found), plain, tuple(args_resolver(step.args) for step in steps))
+    analysed = (frozenset(found), plain, step_resolvers(steps))
     if len(_ANALYSED) >= 4096:
         _ANALYSED.clear()
     _ANALYSED[id(steps)] = (steps, analysed)

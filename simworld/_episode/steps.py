@@ -8,9 +8,9 @@ from typing import Any
 from simworld._episode.episode import Observation
 from simworld._episode.play import AgentFactory
 from simworld._scenario.scenario import Step
-from simworld._world.templates import resolve_args
+from simworld._world.templates import Resolver, args_resolver, resolve_args
 
-__all__ = ["StepsAgent", "steps_factory"]
+__all__ = ["StepsAgent", "step_resolvers", "steps_factory"]
 
 
 class StepsAgent:
@@ -21,6 +21,7 @@ class StepsAgent:
         self.variables = variables
         self.where = where
         self.results: list[Any] = []
+        self._resolvers = step_resolvers(steps)
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
         """The next step, with arguments resolved against the results so far."""
@@ -33,8 +34,28 @@ class StepsAgent:
         if i >= len(self.steps):
             return None
         step = self.steps[i]
-        args = resolve_args(step.args, self.variables, self.results, f"{self.where} step {i}")
-        return {"tool": step.tool, "args": args}
+        try:
+            args = self._resolvers[i](self.variables, self.results)
+        except Exception:  # noqa: BLE001 - resolved again, to raise what resolve_args raises, naming the step
+            args = resolve_args(step.args, self.variables, self.results, f"{self.where} step {i}")
+        return {"tool": step.tool, "args": args}  # the loop copies an action before a tool reads it
+
+
+def step_resolvers(steps: Sequence[Step]) -> tuple[Resolver, ...]:
+    """Each step's arguments' resolver (:func:`~simworld._world.templates.args_resolver`), worked out once per list
+    of steps (a solution is played at every seed)."""
+    held = _RESOLVERS.get(id(steps))
+    if held is not None and held[0] is steps:
+        return held[1]
+    made = tuple(args_resolver(step.args) for step in steps)
+    if len(_RESOLVERS) >= 4096:
+        _RESOLVERS.clear()
+    _RESOLVERS[id(steps)] = (steps, made)
+    return made
+
+
+#: Per list of steps (by identity, held so that its id is not reused): see :func:`step_resolvers`.
+_RESOLVERS: dict[int, tuple[Sequence[Step], tuple[Resolver, ...]]] = {}
 
 
 def steps_factory(steps: Sequence[Step], where: str) -> AgentFactory:
