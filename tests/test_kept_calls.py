@@ -170,7 +170,7 @@ def test_a_solution_the_agent_played_call_for_call_ends_where_playing_it_ends() 
                 played = _play_solutions(_fresh(scenario), seed, guard)
                 sc = _fresh(scenario)
                 episode = _reference(sc, seed, guard)
-                matched = made_the_calls_of(episode, sc, sc.solutions[0], sc.id)
+                matched = made_the_calls_of(episode, sc, sc.solutions[0])
                 assert matched == (sc.recovery is None), sc.id
                 shortcut = _play_solutions(sc, seed, guard, episode)
                 assert [s.hash for s in shortcut] == [s.hash for s in played], (sc.id, seed)
@@ -190,7 +190,7 @@ def test_an_agent_whose_calls_differ_has_every_solution_played(agent: str) -> No
         for scenario in load_suite():
             episode = play(Environment(scenario, 5, agent_name=agent, guard=guard), build_agent_factory(agent))
             for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
-                if made_the_calls_of(episode, scenario, steps, name):
+                if made_the_calls_of(episode, scenario, steps):
                     # only when the agent's calls really are the solution's, argument bytes and all
                     assert [(e.tool, e.args) for e in episode.events] == [
                         (e.tool, e.args) for e in play(Environment(scenario, 5, agent_name="x", guard=guard),
@@ -206,7 +206,7 @@ def test_a_broken_solution_is_named_even_when_the_agent_played_another(monkeypat
     sc = _fresh(scenario)
     with TimeGuard() as guard:
         episode = _reference(sc, 2, guard)
-        assert made_the_calls_of(episode, sc, sc.solutions[0], sc.id)
+        assert made_the_calls_of(episode, sc, sc.solutions[0])
         broken = list(sc.solutions)
         broken[1] = broken[1][:1]  # the second solution cut after its first call: no terminal tool
         sc2 = attrs.evolve(sc, solutions=tuple(broken))

@@ -17,7 +17,7 @@ from simworld._scenario.scenario import Scenario, Step
 from simworld._world.actions import plain_action, plain_value
 from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
-from simworld._world.templates import Resolver, resolve_args
+from simworld._world.templates import Resolver
 from simworld._world.tools import TOOLS
 from simworld._world.world import World, own_tool
 from simworld.errors import BrokenSolutionError, ScenarioError
@@ -114,8 +114,7 @@ class SolutionEndStates(Sequence[State]):
         """Solution ``index``'s end state: the episode's when it made the solution's calls, else played now; why
         it does not play (None when it does); and whether it was played."""
         name, steps = self._scenario.solution_files[index], self._scenario.solutions[index]
-        if self._episode is not None and made_the_calls_of(self._episode, self._scenario, steps,
-                                                            f"{self._scenario.id}/{name}"):
+        if self._episode is not None and made_the_calls_of(self._episode, self._scenario, steps):
             return self._episode.final_state, None, False
         return (*_play_solution(self._scenario, self._seed, self._guard, name, steps), True)
 
@@ -145,7 +144,7 @@ class _SolutionStepper(Stepper):
     for_agent = False
 
 
-def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step], where: str) -> bool:
+def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step]) -> bool:
     """Whether ``episode`` made exactly the calls ``steps`` make, in order, every one ok, ending at a terminal tool.
 
     Each step's arguments are resolved as a solution's are, against the episode's own results, and
@@ -161,13 +160,14 @@ def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step
     variables = dict(episode.variables)
     # A solution file's arguments and plain variables resolve to exact JSON values: their bytes are their plain
     # copy's, so they are compared as they are (the recorded arguments passed every limit an action has).
-    exact = _analysed(steps)[1] and all(type(v) in _PLAIN_SCALARS for v in variables.values())
+    _read, plain, resolvers = _analysed(steps)
+    exact = plain and all(type(v) in _PLAIN_SCALARS for v in variables.values())
     results: list[Any] = []
-    for i, (step, event) in enumerate(zip(steps, events, strict=True)):
+    for resolve, step, event in zip(resolvers, steps, events, strict=True):
         if event.status != "ok" or event.tool != step.tool:
             return False
         try:
-            args = resolve_args(step.args, variables, results, f"{where} step {i}")
+            args = resolve(variables, results)  # only read: compared as bytes
         except ScenarioError:  # a reference the episode's results do not hold: play the solution, which names it
             return False
         if not _same_args(args, event.args, exact):
@@ -195,7 +195,7 @@ def _play_solutions(scenario: Scenario, seed: int, guard: TimeGuard | None,
     problems = []
     mine = _from_start(scenario, seed, episode)
     for name, steps in zip(scenario.solution_files, scenario.solutions, strict=True):
-        if mine is not None and made_the_calls_of(mine, scenario, steps, f"{scenario.id}/{name}"):
+        if mine is not None and made_the_calls_of(mine, scenario, steps):
             states.append(mine.final_state)
             continue
         state, why = _play_solution(scenario, seed, guard, name, steps)
