@@ -115,14 +115,20 @@ class Tool:
     # Per parameter, in signature order: its name, the place errors name, its checker, and its default (or _MISSING).
     # Worked out once from ``hints``: a call only runs the checkers.
     _params: tuple[tuple[str, str, Checker, Any], ...] = attrs.field(init=False, repr=False)
-    #: :meth:`bind`, written out for this tool's parameters (see :func:`_binder`): what a call runs.
+    #: :meth:`bind`, written out for this tool's parameters (see :func:`_binder`) at its first call: what a call runs.
     binder: Callable[[Any], dict[str, Any]] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         params = tuple((name, f"{self.name}: {name}", _checker(hint), self.defaults.get(name, _MISSING))
                        for name, hint in self.hints.items())
         object.__setattr__(self, "_params", params)
-        object.__setattr__(self, "binder", _binder(params, self._bind))
+        object.__setattr__(self, "binder", self._first_bind)  # written out at the first call (a run's start uses few)
+
+    def _first_bind(self, args: Any) -> dict[str, Any]:
+        """:meth:`bind` at this tool's first call: its binder is written out now, kept, and called."""
+        binder = _binder(self._params, self._bind)
+        object.__setattr__(self, "binder", binder)
+        return binder(args)
 
     def schema(self) -> dict[str, Any]:
         """The tool's JSON schema in the common function-calling shape."""
