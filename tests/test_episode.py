@@ -287,3 +287,91 @@ class TestInterruptWatch:
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         finally:
             signal.signal(signal.SIGINT, before)
+
+
+def _deface(value: Any) -> None:
+    """Change every dict and list in ``value`` in place, as an agent that normalises what it reads might."""
+    if isinstance(value, dict):
+        for key in list(value):
+            _deface(value[key])
+            value[key] = "999.99" if isinstance(value[key], str | int | float) else value[key]
+        value["injected"] = "1234.56"
+    elif isinstance(value, list):
+        for item in value:
+            _deface(item)
+        value.append("1234.56")
+
+
+class TestWhatAnAgentIsShownIsItsOwn:
+    """An agent that changes the results it is shown (or the log it resumes with) in place changes nothing recorded:
+    not the events the graders read, not the event file, not the grade."""
+
+    def test_a_vandal_records_what_the_reference_records(self) -> None:
+        import copy
+
+        import attrs
+
+        from simworld._agents.kinds import build_agent_factory
+        from simworld._episode.judge import graded_line
+        from simworld._world.events import event_lines
+
+        reference = build_agent_factory("reference")
+
+        class Vandal:
+            def __init__(self, inner: Any) -> None:
+                self.inner = inner
+
+            def act(self, observation: Observation) -> Any:
+                clean = attrs.evolve(observation, last_result=copy.deepcopy(observation.last_result),
+                                     history=copy.deepcopy(observation.history))
+                action = self.inner.act(clean)  # the reference, on what it was shown before it was defaced
+                _deface(observation.last_result)
+                for entry in observation.history:
+                    _deface(entry)
+                return action
+
+        def vandal(sc: Any, seed: int, variables: dict[str, Any]) -> Vandal:
+            return Vandal(reference(sc, seed, variables))
+
+        defaced = 0
+        for sc in load_suite():
+            plain = play(Environment(sc, 4, agent_name="reference"), reference)
+            spoiled = play(Environment(sc, 4, agent_name="reference"), vandal)
+            assert event_lines(spoiled.events) == event_lines(plain.events), sc.id
+            assert spoiled.final_state.hash == plain.final_state.hash
+            mine, theirs = graded_line(sc, spoiled), graded_line(sc, plain)
+            assert (mine["passed"], mine["total"], mine["checks"]) == (theirs["passed"], theirs["total"],
+                                                                       theirs["checks"]), sc.id
+            defaced += sum(isinstance(e.result, dict | list) for e in spoiled.events)
+        assert defaced > 50  # the vandal had results to deface
+
+    def test_only_an_agent_that_says_it_only_reads_is_shown_the_recorded_results(self, scenario) -> None:
+        seen: list[tuple[Any, Any]] = []
+
+        class Reader:
+            reads_results_only = True
+
+            def __init__(self) -> None:
+                self.calls = 0
+
+            def act(self, observation: Observation) -> Any:
+                seen.append((type(self).__name__, observation.last_result))
+                self.calls += 1
+                return {"tool": "get_plan", "args": {"plan_id": "pln_001"}} if self.calls < 3 else None
+
+        class Changer(Reader):  # a subclass that does not say it again
+            pass
+
+        for cls in (Reader, Changer):
+            episode = play(Environment(scenario, 0), lambda sc, seed, v, cls=cls: cls())
+            shown = [result for name, result in seen if name == cls.__name__][1:]
+            recorded = [e.result for e in episode.events]
+            assert shown == recorded and len(shown) == 2
+            assert all((a is b) is (cls is Reader) for a, b in zip(shown, recorded, strict=True))
+
+    def test_an_environment_stepped_by_hand_shows_copies(self, scenario) -> None:
+        env = Environment(scenario, 0)
+        env.reset()
+        observation, _ = env.step({"tool": "get_plan", "args": {"plan_id": "pln_001"}})
+        assert observation.last_result == env.world.events[-1].result
+        assert observation.last_result is not env.world.events[-1].result

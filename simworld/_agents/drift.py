@@ -70,6 +70,8 @@ def _add_month(day: date) -> date:
 class DriftAgent:
     """The reference solution with one drifting computation in each ``set_schedule`` it sends."""
 
+    reads_results_only = True  # it never changes what it is shown (see simworld._episode.play.Agent)
+
     def __init__(self, steps: Sequence[Step], variables: dict[str, Any], where: str, kind: str) -> None:
         if kind not in DRIFTS:
             raise ValueError(f"Unknown drift {kind!r}; known: {', '.join(DRIFTS)}.")

@@ -42,6 +42,8 @@ __all__ = ["NoopAgent", "RandomAgent", "build_agent_factory"]
 class NoopAgent:
     """Does nothing: the baseline every scenario's graders must fail."""
 
+    reads_results_only = True  # it never changes what it is shown (see simworld._episode.play.Agent)
+
     def act(self, observation: Observation) -> dict[str, Any] | None:
         """Stop at once."""
         return None
@@ -56,6 +58,8 @@ _ID = re.compile(r"(?:c(?<!\w.)us|p(?<!\w.)(?:ol|ln|ay)|f(?<!\w.)ee)[_-][A-Za-z0
 
 class RandomAgent:
     """Seeded random tool calls with plausible arguments; ends with a random terminal tool."""
+
+    reads_results_only = True  # it never changes what it is shown (see simworld._episode.play.Agent)
 
     def __init__(self, seed: int, scenario_id: str, calls: int = 8) -> None:
         self.rng = random.Random(f"random-agent/{scenario_id}/{seed}")

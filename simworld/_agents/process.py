@@ -93,6 +93,8 @@ def _wait(proc: subprocess.Popen[bytes], seconds: float) -> None:
 class SubprocessAgent:
     """Drives one agent process for one episode."""
 
+    reads_results_only = True  # it writes what it is shown to the process, as JSON (see simworld._episode.play.Agent)
+
     def __init__(self, command: str, timeout_s: float) -> None:
         self.command = command
         self.argv = shlex.split(command)

@@ -139,6 +139,7 @@ class EpisodeSession:
         #: The session's number in its server, from 0 (for the operator's log lines).
         self.number = number
         self.env = Environment(scenario, seed, agent_name="mcp")
+        self.env.results_lent = True  # what a call shows is only written out to the client (as JSON), never changed
         self._started = False
         #: The result line once the episode has ended (a harness failure is its ``harness_error``).
         self.result: dict[str, Any] | None = None

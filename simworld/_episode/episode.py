@@ -213,6 +213,10 @@ class Stepper:
     #: Whether an agent reads the observations: a solution's scripted steps read only the results, so for them
     #: the request is not written out and the tool schemas are not copied.
     for_agent: bool = True
+    #: Whether the observations hold the results as recorded (see World.shown), not a copy of each: set by the agent
+    #: loop for an agent that says it never changes what it is shown (``reads_results_only``). Anyone else stepping
+    #: an episode gets results of their own.
+    results_lent: bool = False
 
     def __init__(self, scenario: Scenario, seed: int, *, agent_name: str = "user", guard: TimeGuard | None = None):
         self.scenario = scenario
@@ -253,9 +257,10 @@ class Stepper:
 
     def _observe(self, event: Event | None) -> Observation:
         w = self.world
-        return Observation(self.request, self.policy_text, self._schemas, self._steps, w.clock.iso(),
-                           event.tool if event else None, event.status if event else None,
-                           event.result if event else None)
+        if event is None:
+            return Observation(self.request, self.policy_text, self._schemas, self._steps, w.clock.iso())
+        return Observation(self.request, self.policy_text, self._schemas, self._steps, w.clock.iso(), event.tool,
+                           event.status, event.result if self.results_lent else w.shown(event))
 
     @property
     def tool_schemas(self) -> tuple[dict[str, Any], ...]:
@@ -361,6 +366,8 @@ class Stepper:
         history = tuple({"seq": e.seq, "say": e.args["text"]} if e.kind == "say" else
                         {"seq": e.seq, "tool": e.tool, "args": e.args, "status": e.status, "result": e.result}
                         for e in w.events[:position])
+        # The log as the fresh agent reads it: JSON values of its own (see World.shown), whatever agent that is.
+        history = tuple(orjson.loads(orjson.dumps(history)))
         return Observation(self.request, self.policy_text, ToolSchemas(self.scenario.tools), self._steps, w.clock.iso(),
                            resumed=True, history=history)
 

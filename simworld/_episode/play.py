@@ -15,7 +15,13 @@ __all__ = ["Agent", "AgentFactory", "play"]
 
 
 class Agent(Protocol):
-    """What the harness drives: one action per observation, None to stop."""
+    """What the harness drives: one action per observation, None to stop.
+
+    Each observation's ``last_result`` (and a resumed agent's ``history``) is the agent's own copy: changing it
+    changes nothing recorded. An agent class that never changes what it is shown may say so with a class attribute
+    of its own (a subclass says it again) ``reads_results_only = True``: it is then shown the recorded results
+    themselves, which spares a copy of each (simworld's own agents do).
+    """
 
     def act(self, observation: Observation) -> dict[str, Any] | Refused | None:
         """Return the next action, or None to stop (a transport that could not read one returns it Refused)."""
@@ -62,6 +68,7 @@ def _play(env: Stepper, agent_factory: AgentFactory, watch: InterruptWatch) -> E
         return None
 
     agent = build("the agent")
+    env.results_lent = _reads_only(agent)
     while agent is not None and not env.done:
         try:
             action = call(agent.act, observation, what="the agent's act()")
@@ -87,12 +94,18 @@ def _play(env: Stepper, agent_factory: AgentFactory, watch: InterruptWatch) -> E
             # The agent died mid-call: a fresh one takes over the reloaded session.
             _close(agent, None, "agent_error", call, watch)
             agent = build("the agent after the crash")
+            env.results_lent = _reads_only(agent)
     episode = env.episode()
     if agent is not None:
         _close(agent, episode.outcome, episode.stop_reason, call, watch)
     if caller is not None:
         caller.close()
     return episode
+
+
+def _reads_only(agent: Any) -> bool:
+    """Whether ``agent``'s class says it never changes the results it is shown (see :class:`Agent`)."""
+    return agent is not None and type(agent).__dict__.get("reads_results_only") is True
 
 
 def _close(agent: Any, outcome: str | None, stop_reason: str, call: Callable[..., Any],

@@ -16,6 +16,8 @@ __all__ = ["StepsAgent", "step_resolvers", "steps_factory"]
 class StepsAgent:
     """Plays a fixed list of steps, resolving ``{var}`` templates and ``$from`` references as it goes."""
 
+    reads_results_only = True  # it never changes what it is shown (see simworld._episode.play.Agent)
+
     def __init__(self, steps: Sequence[Step], variables: dict[str, Any], where: str) -> None:
         self.steps = list(steps)
         self.variables = variables

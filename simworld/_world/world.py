@@ -48,6 +48,7 @@ class World:
         self._seq = 0
         self._calls = calls
         self._moment_read = False  # whether the clock or the sequence number was read (see _run)
+        self._last: tuple[Event, bytes] | None = None  # the last call's event and its result's JSON (see shown)
 
     @property
     def clock(self) -> SimClock:
@@ -198,9 +199,20 @@ class World:
                 recorded = orjson.loads(result_bytes)
             kind = tool.kind._value_  # the member's value, read without the enum descriptor
             event = Event(seq, at, tool.name, args_json, recorded, status, tool.latency, kind)
+            self._last = (event, result_bytes)
             if status == "ok" and kind == "terminal":
                 self.outcome = recorded["outcome"]
         return self._record(event)
+
+    def shown(self, event: Event) -> Any:
+        """``event``'s result as an agent is shown it: JSON values of its own, read again from the result's JSON, so
+        that an agent that changes what it was shown (in place, as agents normalise a result) changes nothing
+        recorded: not the event the graders read, nor the event file."""
+        result = event.result
+        if type(result) is not dict and type(result) is not list:  # None, a string, a number: nothing to change
+            return result
+        last = self._last
+        return orjson.loads(last[1] if last is not None and last[0] is event else orjson.dumps(result))
 
 
     def apply(self, name: str, args: dict[str, Any]) -> bytes | None:
