@@ -11,13 +11,12 @@ from simworld._episode.contract import CONTRACT_VERSION
 from simworld._episode.endstates import KeptEndStates, kept_end_states
 from simworld._episode.episode import Episode, Stepper
 from simworld._episode.play import play
-from simworld._episode.steps import step_resolvers, steps_factory
+from simworld._episode.steps import PLAIN_SCALARS, steps_factory, worked_out
 from simworld._grading.contract import grade_episode
 from simworld._scenario.scenario import Scenario, Step
 from simworld._world.actions import plain_action, plain_value
 from simworld._world.clock import SimClock, TimeGuard
 from simworld._world.state import State
-from simworld._world.templates import Resolver
 from simworld._world.tools import TOOLS
 from simworld._world.world import World, own_tool
 from simworld.errors import BrokenSolutionError, ScenarioError
@@ -160,8 +159,8 @@ def made_the_calls_of(episode: Episode, scenario: Scenario, steps: Sequence[Step
     variables = dict(episode.variables)
     # A solution file's arguments and plain variables resolve to exact JSON values: their bytes are their plain
     # copy's, so they are compared as they are (the recorded arguments passed every limit an action has).
-    _read, plain, resolvers = _analysed(steps)
-    exact = plain and all(type(v) in _PLAIN_SCALARS for v in variables.values())
+    _read, plain, resolvers = worked_out(steps)
+    exact = plain and all(type(v) in PLAIN_SCALARS for v in variables.values())
     results: list[Any] = []
     for resolve, step, event in zip(resolvers, steps, events, strict=True):
         if event.status != "ok" or event.tool != step.tool:
@@ -257,10 +256,10 @@ def _play_straight(scenario: Scenario, seed: int, guard: TimeGuard | None, name:
     clock.set(inst.clock)
     world = World(inst.state, clock, scenario.snapshot.policy, tools, inst.calls)
     variables = dict(inst.vars)
-    analysed, plain, resolvers = _analysed(steps)
+    analysed, plain, resolvers = worked_out(steps)
     # A tool of your own may read the world's events: then each call is recorded, as in the agent loop.
     read = None if foreign else analysed
-    plain = plain and _PLAIN_SCALARS.issuperset(map(type, variables.values()))  # each value's type one of them
+    plain = plain and PLAIN_SCALARS.issuperset(map(type, variables.values()))  # each value's type one of them
     results: list[Any] = []
     try:
         for i, step in enumerate(steps):
@@ -321,8 +320,9 @@ def _call(world: World, name: str, args: dict[str, Any], record: bool) -> Any:
 
 
 def _plain_copy(args: Any) -> Any:
-    """A copy of ``args``, made of exact JSON values (see :func:`_analysed`), by a JSON round trip, when it is far
-    inside every limit on an action (:mod:`~simworld._world.actions`): then it is the copy ``plain_action`` makes.
+    """A copy of ``args``, made of exact JSON values (see :func:`~simworld._episode.steps.worked_out`), by a JSON
+    round trip, when it is far inside every limit on an action (:mod:`~simworld._world.actions`): then it is the copy
+    ``plain_action`` makes.
     None when it is not (``plain_action`` walks it, and names the problem)."""
     try:
         dumped = orjson.dumps(args)  # refuses an integer past 64 bits and a lone surrogate
@@ -337,60 +337,6 @@ def _plain_copy(args: Any) -> Any:
 #: What :func:`_plain_copy` takes, far inside :data:`~simworld._world.actions.MAX_NODES`, ``MAX_DEPTH`` and the text
 #: limits.
 _QUICK_BYTES, _QUICK_LEVELS = 4096, 16
-#: The exact types of the template variables and the arguments :func:`_plain_copy` takes (no float: NaN is JSON null).
-_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
-
-
-def _analysed(steps: Sequence[Step]) -> tuple[frozenset[int], bool, tuple[Resolver, ...]]:
-    """The steps whose results a later step's ``$from`` reads (every step, when a reference is not plain); whether
-    every step's tool and arguments are exact JSON values without floats (as a solution file's are); and each step's
-    arguments' resolver (:func:`~simworld._world.templates.args_resolver`)."""
-    held = _ANALYSED.get(id(steps))
-    if held is not None and held[0] is steps:
-        return held[1]
-    found: set[int] = set()
-    for step in steps:
-        if not _references(step.args, found):
-            found = set(range(len(steps)))
-            break
-    plain = all(type(step.tool) is str and _exact(step.args) for step in steps)
-    analysed = (frozenset(found), plain, step_resolvers(steps))
-    if len(_ANALYSED) >= 4096:
-        _ANALYSED.clear()
-    _ANALYSED[id(steps)] = (steps, analysed)
-    return analysed
-
-
-#: Per solution (by identity, held so its id is not reused): see :func:`_analysed`.
-_ANALYSED: dict[int, tuple[Sequence[Step], tuple[frozenset[int], bool, tuple[Resolver, ...]]]] = {}
-
-
-def _exact(value: Any) -> bool:
-    """Whether ``value`` is made of exact dicts (string keys), lists and :data:`_PLAIN_SCALARS` alone."""
-    kind = type(value)
-    if kind is dict:
-        return all(type(k) is str and _exact(v) for k, v in value.items())
-    if kind is list:
-        return all(_exact(v) for v in value)
-    return kind in _PLAIN_SCALARS
-
-
-def _references(value: Any, found: set[int]) -> bool:
-    """Add to ``found`` the step of every ``$from`` in ``value`` (walked as resolve_args walks it); False when one
-    is not a plain reference."""
-    if isinstance(value, list):
-        return all(_references(v, found) for v in value)
-    if isinstance(value, dict):
-        if len(value) == 1 and "$from" in value:
-            ref = value["$from"]
-            if not (isinstance(ref, list) and len(ref) == 2 and type(ref[0]) is int):
-                return False
-            found.add(ref[0])
-            return True
-        return all(_references(v, found) for v in value.values())
-    return True
-
-
 def _foreign(tools: dict[str, Any]) -> bool:
     """Whether any of ``tools`` is not simworld's own (a tool of your own): found once per set of tools."""
     key = tuple(tools.values())

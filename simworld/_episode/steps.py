@@ -10,7 +10,7 @@ from simworld._episode.play import AgentFactory
 from simworld._scenario.scenario import Step
 from simworld._world.templates import Resolver, args_resolver, resolve_args
 
-__all__ = ["StepsAgent", "step_resolvers", "steps_factory"]
+__all__ = ["PLAIN_SCALARS", "StepsAgent", "steps_factory", "worked_out"]
 
 
 class StepsAgent:
@@ -23,7 +23,7 @@ class StepsAgent:
         self.variables = variables
         self.where = where
         self.results: list[Any] = []
-        self._resolvers = step_resolvers(steps)
+        self._resolvers = worked_out(steps)[2]
 
     def act(self, observation: Observation) -> dict[str, Any] | None:
         """The next step, with arguments resolved against the results so far."""
@@ -43,21 +43,60 @@ class StepsAgent:
         return {"tool": step.tool, "args": args}  # the loop copies an action before a tool reads it
 
 
-def step_resolvers(steps: Sequence[Step]) -> tuple[Resolver, ...]:
-    """Each step's arguments' resolver (:func:`~simworld._world.templates.args_resolver`), worked out once per list
-    of steps (a solution is played at every seed)."""
-    held = _RESOLVERS.get(id(steps))
+#: The exact types of the template variables and the arguments a solution's straight play copies by a JSON round
+#: trip (no float: NaN is JSON null).
+PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def worked_out(steps: Sequence[Step]) -> tuple[frozenset[int], bool, tuple[Resolver, ...]]:
+    """What is worked out once per list of steps (a solution is played, a script run, at every seed): the steps whose
+    results a later step's ``$from`` reads (every step, when a reference is not plain); whether every step's tool
+    and arguments are exact JSON values without floats (as a solution file's are); and each step's arguments'
+    resolver (:func:`~simworld._world.templates.args_resolver`)."""
+    held = _WORKED_OUT.get(id(steps))
     if held is not None and held[0] is steps:
         return held[1]
-    made = tuple(args_resolver(step.args) for step in steps)
-    if len(_RESOLVERS) >= 4096:
-        _RESOLVERS.clear()
-    _RESOLVERS[id(steps)] = (steps, made)
+    found: set[int] = set()
+    for step in steps:
+        if not _references(step.args, found):
+            found = set(range(len(steps)))
+            break
+    plain = all(type(step.tool) is str and _exact(step.args) for step in steps)
+    made = (frozenset(found), plain, tuple(args_resolver(step.args) for step in steps))
+    if len(_WORKED_OUT) >= 4096:
+        _WORKED_OUT.clear()
+    _WORKED_OUT[id(steps)] = (steps, made)
     return made
 
 
-#: Per list of steps (by identity, held so that its id is not reused): see :func:`step_resolvers`.
-_RESOLVERS: dict[int, tuple[Sequence[Step], tuple[Resolver, ...]]] = {}
+#: Per list of steps (by identity, held so that its id is not reused): see :func:`worked_out`.
+_WORKED_OUT: dict[int, tuple[Sequence[Step], tuple[frozenset[int], bool, tuple[Resolver, ...]]]] = {}
+
+
+def _exact(value: Any) -> bool:
+    """Whether ``value`` is made of exact dicts (string keys), lists and :data:`PLAIN_SCALARS` alone."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _exact(v) for k, v in value.items())
+    if kind is list:
+        return all(_exact(v) for v in value)
+    return kind in PLAIN_SCALARS
+
+
+def _references(value: Any, found: set[int]) -> bool:
+    """Add to ``found`` the step of every ``$from`` in ``value`` (walked as resolve_args walks it); False when one
+    is not a plain reference."""
+    if isinstance(value, list):
+        return all(_references(v, found) for v in value)
+    if isinstance(value, dict):
+        if len(value) == 1 and "$from" in value:
+            ref = value["$from"]
+            if not (isinstance(ref, list) and len(ref) == 2 and type(ref[0]) is int):
+                return False
+            found.add(ref[0])
+            return True
+        return all(_references(v, found) for v in value.values())
+    return True
 
 
 def steps_factory(steps: Sequence[Step], where: str) -> AgentFactory:

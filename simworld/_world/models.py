@@ -474,7 +474,7 @@ def json_bytes(record: Any) -> bytes:
     """The record's JSON (fields in declaration order) as bytes, computed once per record.
 
     Records are immutable, so the bytes are kept on the record; a change makes a new
-    record (``attrs.evolve``) with none.
+    record (:func:`remade`) with none.
     """
     made: bytes | None = record.__dict__.get("_json_bytes")  # a look-up, not a KeyError, for a record not yet shown
     return _encoded(record)[0] if made is None else made
